@@ -1,0 +1,323 @@
+// attrs.hpp: the attribute structs of the ops in ops.def.
+//
+// Every struct lists its fields once with RLX_ATTRS; the printer, parser, JSON, hashing and equality
+// are generic over that list, so adding a field is one line here.
+#pragma once
+
+#include "rlx/ir/shape.hpp"
+#include "rlx/ir/tensor.hpp"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace rlx::ir {
+
+class Graph;
+
+// ---- enums with printable names ---------------------------------------------------------------
+
+#define RLX_ENUM_NAMES(Enum, ...)                                                                  \
+  inline constexpr auto enum_names(Enum) {                                                         \
+    return std::to_array<std::string_view>({__VA_ARGS__});                                         \
+  }
+
+/// Comparison predicate of Compare.
+enum class CmpOp : std::uint8_t { eq, ne, lt, le, gt, ge };
+RLX_ENUM_NAMES(CmpOp, "eq", "ne", "lt", "le", "gt", "ge")
+/// Reduction of Reduce and Pool2d.
+enum class ReduceOp : std::uint8_t { sum, mean, max, min, prod };
+RLX_ENUM_NAMES(ReduceOp, "sum", "mean", "max", "min", "prod")
+/// Axis order of 4-D attention and RoPE operands: [batch, seq, heads, head_dim] or
+/// [batch, heads, seq, head_dim].
+enum class AttnLayout : std::uint8_t { bshd, bhsd };
+RLX_ENUM_NAMES(AttnLayout, "bshd", "bhsd")
+/// Attention masking: none; causal (query i sees keys j <= i + Sk - Sq); sliding_window (causal and
+/// j > i + Sk - Sq - window); padding (4th input [B, Sk], nonzero = keep); bias (4th input added to
+/// the scaled scores, broadcastable to [B, H, Sq, Sk]).
+enum class MaskKind : std::uint8_t { none, causal, sliding_window, padding, bias };
+RLX_ENUM_NAMES(MaskKind, "none", "causal", "sliding_window", "padding", "bias")
+/// RoPE pairing: half pairs element i with i + n_rot/2 (NeoX / HF LLaMA rotate_half); interleaved
+/// pairs 2i with 2i+1 (GPT-J / original RoFormer).
+enum class RopeStyle : std::uint8_t { half, interleaved };
+RLX_ENUM_NAMES(RopeStyle, "half", "interleaved")
+/// Pooling kind of Pool2d.
+enum class PoolKind : std::uint8_t { max, avg };
+RLX_ENUM_NAMES(PoolKind, "max", "avg")
+/// Activation applied by the HIR Linear block and BERT FFN.
+enum class Activation : std::uint8_t { none, relu, gelu, gelu_tanh, silu, sigmoid, tanh };
+RLX_ENUM_NAMES(Activation, "none", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
+
+#undef RLX_ENUM_NAMES
+
+/// A sub-graph attribute (If branches, While cond/body, CustomFn bodies). Compared structurally;
+/// may be empty (an absent optional body).
+struct SubGraph {
+  std::shared_ptr<const Graph> graph;
+  explicit operator bool() const { return graph != nullptr; }
+  const Graph& operator*() const { return *graph; }
+  const Graph* operator->() const { return graph.get(); }
+  friend bool operator==(const SubGraph& a, const SubGraph& b);
+};
+
+// ---- field lists ---------------------------------------------------------------------------------
+
+#define RLX_FIELD_1(f) fn(#f, s.f);
+#define RLX_FIELD_2(f, ...) fn(#f, s.f); RLX_FIELD_1(__VA_ARGS__)
+#define RLX_FIELD_3(f, ...) fn(#f, s.f); RLX_FIELD_2(__VA_ARGS__)
+#define RLX_FIELD_4(f, ...) fn(#f, s.f); RLX_FIELD_3(__VA_ARGS__)
+#define RLX_FIELD_5(f, ...) fn(#f, s.f); RLX_FIELD_4(__VA_ARGS__)
+#define RLX_FIELD_6(f, ...) fn(#f, s.f); RLX_FIELD_5(__VA_ARGS__)
+#define RLX_FIELD_7(f, ...) fn(#f, s.f); RLX_FIELD_6(__VA_ARGS__)
+#define RLX_FIELD_8(f, ...) fn(#f, s.f); RLX_FIELD_7(__VA_ARGS__)
+#define RLX_FIELD_PICK(_1, _2, _3, _4, _5, _6, _7, _8, N, ...) N
+#define RLX_FIELDS_OF(...)                                                                         \
+  RLX_FIELD_PICK(__VA_ARGS__, RLX_FIELD_8, RLX_FIELD_7, RLX_FIELD_6, RLX_FIELD_5, RLX_FIELD_4,   \
+                 RLX_FIELD_3, RLX_FIELD_2, RLX_FIELD_1, )                                          \
+  (__VA_ARGS__)
+
+/// Declares the field list of an attribute struct: `visit_fields(self, fn)` calls
+/// `fn("name", self.name)` per field in order, and equality compares every field.
+#define RLX_ATTRS(Type, ...)                                                                       \
+  template <class Self, class Fn> static void visit_fields(Self& s, Fn&& fn) {                    \
+    RLX_FIELDS_OF(__VA_ARGS__)                                                                     \
+  }                                                                                                \
+  friend bool operator==(const Type&, const Type&) = default;
+
+/// Ops without attributes.
+struct NoAttrs {
+  template <class Self, class Fn> static void visit_fields(Self&, Fn&&) {}
+  friend bool operator==(const NoAttrs&, const NoAttrs&) = default;
+};
+
+/// Input and Param: the interface name (unique per graph and kind) and the declared type.
+struct LeafAttrs {
+  std::string name;
+  Shape shape;
+  RLX_ATTRS(LeafAttrs, name, shape)
+};
+
+/// Constant: the value, inline in the graph.
+struct ConstantAttrs {
+  Tensor value;
+  RLX_ATTRS(ConstantAttrs, value)
+};
+
+/// Cast to \p to (float → int truncates toward zero; to bool tests != 0).
+struct CastAttrs {
+  DType to = DType::f32;
+  RLX_ATTRS(CastAttrs, to)
+};
+
+struct CompareAttrs {
+  CmpOp op = CmpOp::eq;
+  RLX_ATTRS(CompareAttrs, op)
+};
+
+/// MatMul: [..., M, K] x [..., K, N] with NumPy batch broadcasting; a rank-1 operand is not
+/// accepted (reshape it). transpose_a/transpose_b swap the last two axes of that operand first.
+struct MatMulAttrs {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  RLX_ATTRS(MatMulAttrs, transpose_a, transpose_b)
+};
+
+/// DotGeneral (XLA dimension numbers): output dims are the batch dims (lhs order), then the lhs
+/// free dims, then the rhs free dims.
+struct DotGeneralAttrs {
+  std::vector<std::int64_t> lhs_batch, rhs_batch, lhs_contracting, rhs_contracting;
+  RLX_ATTRS(DotGeneralAttrs, lhs_batch, rhs_batch, lhs_contracting, rhs_contracting)
+};
+
+/// Reshape target / Expand target. Reshape: one -1 may be inferred (static inputs only).
+/// Expand: -1 keeps the input dim.
+struct TargetShapeAttrs {
+  std::vector<Dim> shape;
+  RLX_ATTRS(TargetShapeAttrs, shape)
+};
+
+struct TransposeAttrs {
+  std::vector<std::int64_t> perm;
+  RLX_ATTRS(TransposeAttrs, perm)
+};
+
+/// Narrow: elements [start, start + length) along \p axis.
+struct NarrowAttrs {
+  std::int64_t axis = 0;
+  std::int64_t start = 0;
+  std::int64_t length = 0;
+  RLX_ATTRS(NarrowAttrs, axis, start, length)
+};
+
+/// One axis (Concat, Gather, ScatterAdd, Softmax, LogSoftmax); negative counts from the end.
+struct AxisAttrs {
+  std::int64_t axis = -1;
+  RLX_ATTRS(AxisAttrs, axis)
+};
+
+/// Reduce over \p axes (empty = all axes).
+struct ReduceAttrs {
+  ReduceOp op = ReduceOp::sum;
+  std::vector<std::int64_t> axes;
+  bool keep_dims = false;
+  RLX_ATTRS(ReduceAttrs, op, axes, keep_dims)
+};
+
+/// ArgMax along \p axis (first maximum wins); i64 result.
+struct ArgMaxAttrs {
+  std::int64_t axis = -1;
+  bool keep_dims = false;
+  RLX_ATTRS(ArgMaxAttrs, axis, keep_dims)
+};
+
+/// LayerNorm / RmsNorm over the last axis with epsilon \p eps.
+struct NormAttrs {
+  double eps = 1e-5;
+  RLX_ATTRS(NormAttrs, eps)
+};
+
+/// Attention (scaled dot-product). See the op's doc in ops.def for the exact definition.
+struct AttentionAttrs {
+  AttnLayout layout = AttnLayout::bshd;
+  std::int64_t num_heads = 1;
+  std::int64_t num_kv_heads = 1;
+  MaskKind mask = MaskKind::none;
+  std::int64_t window = 0;
+  std::optional<double> scale;
+  std::optional<double> softcap;
+  RLX_ATTRS(AttentionAttrs, layout, num_heads, num_kv_heads, mask, window, scale, softcap)
+};
+
+/// RoPE over 4-D [.., S, .., D] in \p layout; rotates the first \p n_rot features (0 = all).
+struct RopeAttrs {
+  AttnLayout layout = AttnLayout::bshd;
+  RopeStyle style = RopeStyle::half;
+  std::int64_t n_rot = 0;
+  std::int64_t position_offset = 0;
+  double theta = 10000.0;
+  RLX_ATTRS(RopeAttrs, layout, style, n_rot, position_offset, theta)
+};
+
+/// Conv2d, NCHW, weight [O, C/groups, KH, KW]; pairs are (h, w).
+struct Conv2dAttrs {
+  std::vector<std::int64_t> stride{1, 1};
+  std::vector<std::int64_t> padding{0, 0};
+  std::vector<std::int64_t> dilation{1, 1};
+  std::int64_t groups = 1;
+  RLX_ATTRS(Conv2dAttrs, stride, padding, dilation, groups)
+};
+
+/// Pool2d, NCHW; avg excludes padded cells from the count.
+struct Pool2dAttrs {
+  PoolKind kind = PoolKind::max;
+  std::vector<std::int64_t> kernel{2, 2};
+  std::vector<std::int64_t> stride{2, 2};
+  std::vector<std::int64_t> padding{0, 0};
+  RLX_ATTRS(Pool2dAttrs, kind, kernel, stride, padding)
+};
+
+/// If: inputs are the predicate (bool scalar) then the captures, bound in order to the branches'
+/// Inputs. Both branches have one output of the same type.
+struct IfAttrs {
+  SubGraph then_branch;
+  SubGraph else_branch;
+  RLX_ATTRS(IfAttrs, then_branch, else_branch)
+};
+
+/// While: inputs are the initial loop-carried values, bound in order to cond's and body's Inputs.
+/// cond returns a bool scalar; body returns the next carries. The loop runs while cond holds, at
+/// most \p max_iterations times. The node's value is the final carry number \p output_index.
+struct WhileAttrs {
+  SubGraph cond;
+  SubGraph body;
+  std::int64_t max_iterations = 0;
+  std::int64_t output_index = 0;
+  RLX_ATTRS(WhileAttrs, cond, body, max_iterations, output_index)
+};
+
+/// Custom: a user op from the CustomOpRegistry, with free-form \p params text passed to it.
+struct CustomAttrs {
+  std::string name;
+  std::string params;
+  RLX_ATTRS(CustomAttrs, name, params)
+};
+
+/// CustomFn: \p body evaluated on the inputs; \p vjp (optional) maps (inputs..., d_output) to one
+/// gradient per input.
+struct CustomFnAttrs {
+  SubGraph body;
+  SubGraph vjp;
+  RLX_ATTRS(CustomFnAttrs, body, vjp)
+};
+
+/// Int8 quantization: per-tensor (no axis, one scale and zero point) or per-channel along \p axis.
+/// q = clamp(round_half_even(x / scale) + zero_point, -128, 127).
+struct QuantAttrs {
+  std::optional<std::int64_t> axis;
+  std::vector<double> scales;
+  std::vector<std::int64_t> zero_points;
+  RLX_ATTRS(QuantAttrs, axis, scales, zero_points)
+};
+
+/// HIR Linear: y = act(x · Wᵀ + b), W in the [out, in] layout of PyTorch / HuggingFace.
+struct LinearAttrs {
+  Activation act = Activation::none;
+  RLX_ATTRS(LinearAttrs, act)
+};
+
+/// HIR multi-head attention block (projections, optional RoPE, attention, output projection).
+struct AttentionBlockAttrs {
+  std::int64_t num_heads = 1;
+  std::int64_t num_kv_heads = 1;
+  MaskKind mask = MaskKind::none;
+  std::int64_t window = 0;
+  bool bias = false;
+  bool rope = false;
+  double rope_theta = 10000.0;
+  RLX_ATTRS(AttentionBlockAttrs, num_heads, num_kv_heads, mask, window, bias, rope, rope_theta)
+};
+
+/// HIR BERT post-norm encoder layer.
+struct BertLayerAttrs {
+  std::int64_t num_heads = 1;
+  double eps = 1e-12;
+  Activation act = Activation::gelu;
+  bool padding_mask = false;
+  RLX_ATTRS(BertLayerAttrs, num_heads, eps, act, padding_mask)
+};
+
+/// HIR LLaMA pre-norm decoder block.
+struct LlamaBlockAttrs {
+  std::int64_t num_heads = 1;
+  std::int64_t num_kv_heads = 1;
+  double eps = 1e-6;
+  double rope_theta = 10000.0;
+  RLX_ATTRS(LlamaBlockAttrs, num_heads, num_kv_heads, eps, rope_theta)
+};
+
+#undef RLX_FIELD_1
+#undef RLX_FIELD_2
+#undef RLX_FIELD_3
+#undef RLX_FIELD_4
+#undef RLX_FIELD_5
+#undef RLX_FIELD_6
+#undef RLX_FIELD_7
+#undef RLX_FIELD_8
+#undef RLX_FIELD_PICK
+#undef RLX_FIELDS_OF
+#undef RLX_ATTRS
+
+/// Every attribute struct; a node holds exactly the alternative its op's row in ops.def names.
+using Attrs =
+    std::variant<NoAttrs, LeafAttrs, ConstantAttrs, CastAttrs, CompareAttrs, MatMulAttrs,
+                 DotGeneralAttrs, TargetShapeAttrs, TransposeAttrs, NarrowAttrs, AxisAttrs,
+                 ReduceAttrs, ArgMaxAttrs, NormAttrs, AttentionAttrs, RopeAttrs, Conv2dAttrs,
+                 Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs, CustomFnAttrs, QuantAttrs,
+                 LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs>;
+
+} // namespace rlx::ir

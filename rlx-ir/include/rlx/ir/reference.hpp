@@ -1,0 +1,32 @@
+// reference.hpp: the reference interpreter, the semantics oracle of every op.
+//
+// Slow and simple on purpose: it evaluates one node at a time on host tensors, floats in double
+// precision and integers in int64, rounding to the node's dtype after each op. Constant folding,
+// every backend and every pass are tested against it.
+#pragma once
+
+#include "rlx/ir/graph.hpp"
+#include "rlx/ir/tensor.hpp"
+
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rlx::ir::reference {
+
+/// Tensors by interface name.
+using TensorMap = std::map<std::string, Tensor>;
+
+/// Evaluates every output of \p g. Inputs and params are looked up by name; symbolic dims are bound
+/// from the inputs' actual shapes. Throws EvalError on a missing or mistyped input / param.
+std::vector<Tensor> evaluate(const Graph& g, const TensorMap& inputs, const TensorMap& params = {});
+
+/// Evaluates one non-leaf node of type \p node.shape on operand values \p args.
+Tensor evaluate_node(const Node& node, std::span<const Tensor> args);
+
+/// The symbol bindings implied by matching \p g's Input (and Param) types against the given tensors;
+/// throws EvalError on a missing tensor, a dtype / rank / size mismatch or a contradictory symbol.
+Bindings bind_inputs(const Graph& g, const TensorMap& inputs, const TensorMap& params = {});
+
+} // namespace rlx::ir::reference

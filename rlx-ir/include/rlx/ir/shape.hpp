@@ -1,0 +1,90 @@
+// shape.hpp: tensor types: dims that are static or named symbols, plus the element type.
+#pragma once
+
+#include "rlx/ir/dtype.hpp"
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rlx::ir {
+
+/// One dimension: a static size, or a named symbol (`batch`, `seq`) bound to a size before memory
+/// planning. Two dims with the same symbol name have the same size.
+class Dim {
+public:
+  /// A static dimension of size \p size (must be >= 0; -1 is allowed only in Reshape/Expand targets,
+  /// where it means "infer" / "keep").
+  constexpr Dim(std::int64_t size = 0) : size_(size) {} // NOLINT(google-explicit-constructor)
+  /// A symbolic dimension named \p symbol.
+  static Dim sym(std::string symbol);
+
+  bool is_static() const { return symbol_.empty(); }
+  bool is_symbolic() const { return !symbol_.empty(); }
+  /// \returns the static size; throws ShapeError when the dim is symbolic.
+  std::int64_t size() const;
+  const std::string& symbol() const { return symbol_; }
+  std::string str() const;
+
+  friend bool operator==(const Dim&, const Dim&) = default;
+
+private:
+  std::int64_t size_ = 0;
+  std::string symbol_;
+};
+
+/// Symbol name → size, used to bind symbolic dims.
+using Bindings = std::map<std::string, std::int64_t>;
+
+/// A tensor type: dims (static or symbolic) and the element type. Rank 0 is a scalar.
+struct Shape {
+  std::vector<Dim> dims;
+  DType dtype = DType::f32;
+
+  Shape() = default;
+  Shape(std::vector<Dim> d, DType t) : dims(std::move(d)), dtype(t) {}
+  Shape(std::initializer_list<Dim> d, DType t = DType::f32) : dims(d), dtype(t) {}
+
+  /// A static shape from sizes.
+  static Shape of(const std::vector<std::int64_t>& sizes, DType t = DType::f32);
+  /// A rank-0 scalar of \p t.
+  static Shape scalar(DType t = DType::f32) { return Shape(std::vector<Dim>{}, t); }
+
+  std::size_t rank() const { return dims.size(); }
+  const Dim& operator[](std::size_t i) const { return dims[i]; }
+  bool is_static() const;
+  /// \returns the static sizes; throws ShapeError when a dim is symbolic.
+  std::vector<std::int64_t> sizes() const;
+  /// \returns the number of elements; throws ShapeError when a dim is symbolic.
+  std::int64_t numel() const;
+  /// \returns numel() * dtype size.
+  std::int64_t bytes() const;
+  /// \returns the same dims with element type \p t.
+  Shape with_dtype(DType t) const { return Shape(dims, t); }
+  /// \returns the shape with every bound symbol replaced by its size (unbound ones stay symbolic).
+  Shape bind(const Bindings& b) const;
+  /// Appends the symbols used by this shape to \p out (no duplicates).
+  void collect_symbols(std::vector<std::string>& out) const;
+  /// "[batch, 128, 768] f32".
+  std::string str() const;
+
+  friend bool operator==(const Shape&, const Shape&) = default;
+};
+
+/// Normalises a possibly negative \p axis against \p rank; throws ShapeError naming \p what when out
+/// of range.
+std::int64_t normalize_axis(std::int64_t axis, std::size_t rank, const char* what);
+
+/// NumPy broadcasting of two dim lists: trailing-aligned, a static 1 stretches, equal dims match
+/// (symbols match by name). Throws ShapeError naming both shapes when they are incompatible.
+std::vector<Dim> broadcast_dims(const std::vector<Dim>& a, const std::vector<Dim>& b);
+
+/// \returns true when \p from broadcasts to \p to without changing \p to.
+bool broadcasts_to(const std::vector<Dim>& from, const std::vector<Dim>& to);
+
+/// Row-major strides of static \p sizes, in elements.
+std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& sizes);
+
+} // namespace rlx::ir

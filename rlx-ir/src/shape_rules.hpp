@@ -1,0 +1,54 @@
+// shape_rules.hpp (private): one shape rule per `shape_rule` name in ops.def.
+#pragma once
+
+#include "rlx/ir/attrs.hpp"
+#include "rlx/ir/shape.hpp"
+
+#include <span>
+
+namespace rlx::ir::rules {
+
+using In = std::span<const Shape>;
+
+Shape leaf(In, const LeafAttrs&);
+Shape constant(In, const ConstantAttrs&);
+Shape unary(In, const NoAttrs&);
+Shape unary_float(In, const NoAttrs&);
+Shape cast(In, const CastAttrs&);
+Shape binary(In, const NoAttrs&);
+Shape compare(In, const CompareAttrs&);
+Shape where(In, const NoAttrs&);
+Shape matmul(In, const MatMulAttrs&);
+Shape dot_general(In, const DotGeneralAttrs&);
+Shape dense_solve(In, const NoAttrs&);
+Shape reshape(In, const TargetShapeAttrs&);
+Shape transpose(In, const TransposeAttrs&);
+Shape narrow(In, const NarrowAttrs&);
+Shape concat(In, const AxisAttrs&);
+Shape expand(In, const TargetShapeAttrs&);
+Shape gather(In, const AxisAttrs&);
+Shape scatter_add(In, const AxisAttrs&);
+Shape reduce(In, const ReduceAttrs&);
+Shape softmax(In, const AxisAttrs&);
+Shape argmax(In, const ArgMaxAttrs&);
+Shape layer_norm(In, const NormAttrs&);
+Shape rms_norm(In, const NormAttrs&);
+Shape attention(In, const AttentionAttrs&);
+Shape rope(In, const RopeAttrs&);
+Shape softmax_cross_entropy(In, const NoAttrs&);
+Shape conv2d(In, const Conv2dAttrs&);
+Shape pool2d(In, const Pool2dAttrs&);
+Shape if_op(In, const IfAttrs&);
+Shape while_op(In, const WhileAttrs&);
+Shape custom(In, const CustomAttrs&);
+Shape custom_fn(In, const CustomFnAttrs&);
+Shape quantize(In, const QuantAttrs&);
+Shape dequantize(In, const QuantAttrs&);
+Shape fake_quantize(In, const QuantAttrs&);
+Shape linear(In, const LinearAttrs&);
+Shape attention_block(In, const AttentionBlockAttrs&);
+Shape swiglu_ffn(In, const NoAttrs&);
+Shape bert_layer(In, const BertLayerAttrs&);
+Shape llama_block(In, const LlamaBlockAttrs&);
+
+} // namespace rlx::ir::rules
