@@ -1,0 +1,58 @@
+// backend.hpp: the interface between the compile pipeline, the backends and the runtime.
+//
+// A backend says what it can run (a ClaimSet of op kinds and dtypes), how much scratch memory a
+// kernel needs (so the memory planner can plan it), and compiles LIR into an Executable. The
+// Executable owns device memory (one arena) and a queue: inputs and params are uploaded into their
+// planned slots, execute() runs the kernel list, outputs are downloaded. Host backends implement
+// upload / download as copies; a device backend (OpenCL) as buffer writes / reads on its queue.
+#pragma once
+
+#include "rlx/ir/claims.hpp"
+#include "rlx/ir/graph.hpp"
+#include "rlx/ir/module.hpp"
+#include "rlx/ir/tensor.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rlx::compile {
+
+/// A compiled graph on one device: an arena laid out by the memory plan, and a flat kernel list.
+class Executable {
+public:
+  virtual ~Executable() = default;
+  /// Uploads \p value into the slot of the Input named \p name (type must match exactly).
+  virtual void set_input(const std::string& name, const ir::Tensor& value) = 0;
+  /// Uploads \p value into the slot of the Param named \p name (type must match exactly).
+  virtual void set_param(const std::string& name, const ir::Tensor& value) = 0;
+  /// Runs every kernel once, in schedule order, and waits for completion. Throws Error when an
+  /// input or param was never set.
+  virtual void execute() = 0;
+  /// Downloads graph output \p index.
+  virtual ir::Tensor output(std::size_t index) const = 0;
+  /// Bytes of device memory held (the arena plus any packed weights).
+  virtual std::int64_t device_bytes() const = 0;
+};
+
+/// A backend: a claim set and a compiler from LIR to an Executable.
+class Backend {
+public:
+  virtual ~Backend() = default;
+  /// Short device name ("cpu", "opencl").
+  virtual std::string name() const = 0;
+  virtual const ir::ClaimSet& claims() const = 0;
+  /// Arena alignment the backend needs (bytes, a power of two).
+  virtual std::int64_t alignment() const { return 64; }
+  /// Scratch bytes the kernel for node \p id needs while it runs (0 = none).
+  virtual std::int64_t scratch_bytes(const ir::Graph& g, ir::NodeId id) const {
+    (void)g;
+    (void)id;
+    return 0;
+  }
+  /// Compiles an LIR module; throws Error on an op it cannot run.
+  virtual std::unique_ptr<Executable> compile(const ir::Module& lir) const = 0;
+};
+
+} // namespace rlx::compile

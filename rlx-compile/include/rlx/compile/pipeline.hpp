@@ -1,0 +1,54 @@
+// pipeline.hpp: CompilePipeline, HIR / MIR → LIR for one backend.
+//
+// Stage order: lower HIR → constant folding → simplify / CSE → fusion passes (chosen by the
+// backend's claim set) → legalise against the claim set → DCE → memory plan → LIR.
+#pragma once
+
+#include "rlx/compile/backend.hpp"
+#include "rlx/compile/legalize.hpp"
+#include "rlx/fusion/pass.hpp"
+#include "rlx/fusion/report.hpp"
+#include "rlx/ir/module.hpp"
+#include "rlx/ir/reference.hpp"
+
+#include <string>
+#include <vector>
+
+namespace rlx::compile {
+
+/// Options of one compile.
+struct CompileOptions {
+  ir::Bindings bindings;          ///< sizes of symbolic dims (all must be bound before planning)
+  bool fold_constants = true;     ///< run constant folding
+  bool fuse = true;               ///< run the fusion passes the claim set allows
+  /// Params to specialise into constants (parameter specialisation); empty = keep all params.
+  ir::reference::TensorMap specialize_params;
+};
+
+/// Everything one compile produced.
+struct CompileResult {
+  ir::Module lir;                        ///< MIR + memory plan
+  fusion::FusionReport fusion;           ///< what fused, what was missed and why
+  DispatchReport dispatch;               ///< native / rewritten / unsupported per op kind
+  std::vector<fusion::PassStats> passes; ///< per-pass time and change, in run order
+  double total_ms = 0;                   ///< wall time of the whole pipeline
+};
+
+/// The staged compile pipeline for one backend.
+class CompilePipeline {
+public:
+  CompilePipeline(const Backend& backend, CompileOptions opts = {});
+  /// Compiles a HIR or MIR module to LIR. Throws Error naming the op, node and backend when an op
+  /// stays unsupported after legalisation, and VerifyError naming the pass that broke the graph.
+  CompileResult run(const ir::Module& m) const;
+  /// Same as run(ir::Module::hir(g)).
+  CompileResult run(const ir::Graph& g) const;
+  /// The pass names each stage runs, in order (for inspection and tests).
+  std::vector<std::string> pass_names() const;
+
+private:
+  const Backend& backend_;
+  CompileOptions opts_;
+};
+
+} // namespace rlx::compile
