@@ -1,0 +1,54 @@
+// legalize.hpp: legalisation against a backend's claim set, and the dispatch report.
+//
+// legalize() rewrites every node the claim set does not support into claimed primitives, using a
+// table of decompositions per op kind, until the graph is legal (a decomposition may itself emit
+// unclaimed ops that are decomposed in turn). An op that stays unsupported is a compile error.
+#pragma once
+
+#include "rlx/ir/claims.hpp"
+#include "rlx/ir/graph.hpp"
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlx::compile {
+
+/// How the nodes of one op kind were dispatched.
+struct DispatchCounts {
+  int native = 0;      ///< nodes the backend runs as they are
+  int rewritten = 0;   ///< nodes of this kind replaced by a decomposition into claimed ops
+  int unsupported = 0; ///< nodes neither claimed nor decomposable (a compile error)
+};
+
+/// The kernel dispatch report of one compile: native / rewritten / unsupported per op kind.
+struct DispatchReport {
+  std::string backend;                        ///< the backend's name
+  std::map<ir::OpKind, DispatchCounts> by_op; ///< per op kind, in table order
+  std::vector<std::string> unsupported_nodes; ///< describe() of every unsupported node
+
+  /// Totals over every op kind.
+  DispatchCounts total() const;
+  /// A human-readable table: one line per op kind with its three counts, then the totals.
+  std::string str() const;
+};
+
+/// \returns whether legalize() knows a decomposition of \p op into other ops.
+bool has_decomposition(ir::OpKind op);
+
+/// Every op kind legalize() can decompose, in table order.
+std::vector<ir::OpKind> decomposable_ops();
+
+/// Rewrites the nodes of \p g that \p claims does not support into claimed primitives (iterating
+/// until legal), compacts \p g and returns the dispatch report (rewritten counts describe the
+/// nodes replaced, native counts the nodes of the legal result). Leaves (Input, Param, Constant)
+/// are always native. Throws Error naming the op, the node and \p backend when a node stays
+/// unsupported.
+DispatchReport legalize(ir::Graph& g, const ir::ClaimSet& claims, std::string_view backend);
+
+/// Same as legalize() without the error: \p g is rewritten as far as possible and the report lists
+/// what stayed unsupported (for inspection).
+DispatchReport legalize_partial(ir::Graph& g, const ir::ClaimSet& claims, std::string_view backend);
+
+} // namespace rlx::compile

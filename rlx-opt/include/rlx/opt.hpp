@@ -1,0 +1,21 @@
+// opt.hpp: the rlx-opt umbrella header, re-exporting the optimisation packages under rlx::opt.
+#pragma once
+
+#include "rlx/compile/inspect.hpp"
+#include "rlx/compile/legalize.hpp"
+#include "rlx/compile/memory_plan.hpp"
+#include "rlx/compile/passes.hpp"
+#include "rlx/compile/pipeline.hpp"
+#include "rlx/fusion/pass.hpp"
+#include "rlx/fusion/pattern.hpp"
+#include "rlx/fusion/report.hpp"
+
+namespace rlx::opt {
+
+/// Pass infrastructure, pattern rewriting and the fusion report (rlx-fusion).
+namespace fusion = ::rlx::fusion;
+/// The compile pipeline, passes, legalisation, memory planner and inspection (rlx-compile).
+namespace compile = ::rlx::compile;
+// rlx::opt::autodiff joins here once the rlx-autodiff package exists (a later issue).
+
+} // namespace rlx::opt
