@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""bench.py: rlx against ONNX Runtime on the anchor workloads; medians of interleaved rounds, a table.
+
+Run through bench.sh, which installs onnxruntime-node and exports the ONNX models first.
+
+Each round times every selected case once with ONNX Runtime (../shared/anchors/bench_ort.js, CPU EP,
+2 intra-op threads) and once with `rlx bench ... --json`; the order of the two alternates from round
+to round so that drift of a shared machine hits both alike. The table gives, per case, the median
+over rounds of each runtime's per-round median latency, the ratio rlx/ORT and GFLOP/s (matmul FLOPs
+only, the count bench_ort.js uses, for both columns). The machine's load average is printed with
+the table: figures taken while other work runs are noisy and labelled so.
+
+Usage: bench.py --models-dir DIR --bench-ort FILE [--rlx PATH | --no-rlx] [--rounds 3]
+                [--cases bert_base:1,bert_mini:8,llama,mlp] [--target-s 4] [--json FILE]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from anchor_config import CASES, gflop, rlx_flags  # noqa: E402
+
+
+def parse_cases(spec):
+    """'bert_base:1,llama,mlp:64' -> the matching (model, batch, seq) cases, in table order."""
+    if not spec:
+        return list(CASES)
+    want = []
+    for item in spec.split(","):
+        model, _, b = item.strip().partition(":")
+        match = [c for c in CASES if c[0] == model and (not b or c[1] == int(b))]
+        if not match:
+            raise SystemExit(f"bench: no case '{item}' (cases: "
+                             + ", ".join(f"{m}:{b}" for m, b, _ in CASES) + ")")
+        want += [c for c in match if c not in want]
+    return [c for c in CASES if c in want]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_ort(args, model, tag):
+    """Times every bench_ort.js case of `model` once; returns {(b, s): record} and the load record."""
+    with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as f:
+        out = f.name
+    try:
+        cmd = ["node", args.bench_ort, "--models", args.models_dir, "--only", model, "--target-s",
+               str(args.target_s), "--min-reps", str(args.min_reps), "--tag", tag, "--json", out]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"bench: bench_ort.js failed for {model}:\n{p.stderr.strip()[-2000:]}")
+        for line in p.stdout.splitlines():
+            log(f"  ort  | {line}")
+        recs = [json.loads(l) for l in open(out) if l.strip()]
+    finally:
+        os.unlink(out)
+    times = {(r["batch"], r["seq"]): r for r in recs if "median_ms" in r}
+    load = next((r for r in recs if r.get("kind") == "load"), None)
+    return times, load
+
+
+def pick(d, *keys):
+    """The first of `keys` present in dict `d` (rlx bench's JSON field names), or None."""
+    for k in keys:
+        if k in d:
+            return d[k]
+    return None
+
+
+def run_rlx(args, model, b, s, runs):
+    """One `rlx bench` of a case; returns its parsed JSON record (median_ms etc.)."""
+    cmd = [args.rlx, "bench"] + shlex.split(rlx_flags(model, b, s)) + shlex.split(args.rlx_extra) + ["--runs", str(runs), "--json"]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"bench: `{' '.join(cmd)}` failed ({p.returncode}):\n{p.stderr.strip()[-2000:]}")
+    text = p.stdout.strip()
+    try:
+        rec = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    except ValueError:
+        raise SystemExit(f"bench: `{' '.join(cmd)}` printed no JSON object:\n{text[-2000:]}")
+    med = pick(rec, "median_ms", "latency_median_ms")
+    if med is None and isinstance(rec.get("latency_ms"), dict):
+        med = pick(rec["latency_ms"], "median", "median_ms")
+    if med is None:
+        raise SystemExit(f"bench: rlx bench JSON has no median latency: {text[-1000:]}")
+    rec["_median_ms"] = float(med)
+    rec["_wall_s"] = wall
+    rec["_cmd"] = " ".join(cmd)
+    return rec
+
+
+def loadavg():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models-dir", required=True)
+    ap.add_argument("--bench-ort", required=True)
+    ap.add_argument("--rlx", default=None)
+    ap.add_argument("--no-rlx", action="store_true", help="time ONNX Runtime only")
+    ap.add_argument("--rlx-extra", default="", help="extra flags for every `rlx bench`")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cases", default="")
+    ap.add_argument("--target-s", type=float, default=4.0, help="timed seconds per case per round")
+    ap.add_argument("--min-reps", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    if a.rounds < 1:
+        raise SystemExit("bench: --rounds must be >= 1")
+    if not a.no_rlx and not a.rlx:
+        raise SystemExit("bench: give --rlx PATH or --no-rlx")
+    cases = parse_cases(a.cases)
+    models = list(dict.fromkeys(m for m, _, _ in cases))
+
+    load0, t_start = loadavg(), time.monotonic()
+    ort_t = {c: [] for c in cases}
+    rlx_t = {c: [] for c in cases}
+    raw, ort_check = [], {}
+    for r in range(a.rounds):
+        for model in models:
+            mine = [c for c in cases if c[0] == model]
+            rlx_first = r % 2 == 1
+
+            def do_rlx():
+                if a.no_rlx:
+                    return
+                for c in mine:
+                    prev = ort_t[c][-1] if ort_t[c] else None
+                    runs = 10 if prev is None else int(max(a.min_reps, min(300, a.target_s * 1e3 / prev)))
+                    rec = run_rlx(a, *c, runs)
+                    rlx_t[c].append(rec["_median_ms"])
+                    raw.append({"runtime": "rlx", "round": r, "model": c[0], "batch": c[1], "seq": c[2],
+                                **{k: v for k, v in rec.items() if not k.startswith("_")},
+                                "median_ms": rec["_median_ms"], "wall_s": round(rec["_wall_s"], 2)})
+                    log(f"  rlx  | {c[0]:10s} b={c[1]:2d} s={c[2]:3d}  median {rec['_median_ms']:9.3f} ms"
+                        f"  (runs {runs}, wall {rec['_wall_s']:.1f} s)")
+
+            if rlx_first:
+                do_rlx()
+            times, load = run_ort(a, model, f"round{r}")
+            if load:
+                ort_check[model] = load.get("max_abs_diff_vs_torch")
+            for c in mine:
+                if (c[1], c[2]) not in times:
+                    raise SystemExit(f"bench: bench_ort.js gave no timing for {c}")
+                ort_t[c].append(times[(c[1], c[2])]["median_ms"])
+                raw.append({"round": r, **times[(c[1], c[2])]})
+            if not rlx_first:
+                do_rlx()
+        log(f"# round {r + 1}/{a.rounds} done, {time.monotonic() - t_start:.0f} s, load {loadavg():.2f}")
+    load1 = loadavg()
+
+    rows = []
+    for c in cases:
+        m, b, s = c
+        om = statistics.median(ort_t[c])
+        rm = statistics.median(rlx_t[c]) if rlx_t[c] else None
+        g = gflop(m, b, s)
+        rows.append({"case": f"{m} b{b}" + (f" s{s}" if s else ""), "model": m, "batch": b, "seq": s,
+                     "gflop": round(g, 4), "ort_median_ms": om, "ort_rounds_ms": ort_t[c],
+                     "rlx_median_ms": rm, "rlx_rounds_ms": rlx_t[c],
+                     "ratio_rlx_over_ort": (rm / om) if rm else None,
+                     "ort_gflops": g / (om / 1e3), "rlx_gflops": (g / (rm / 1e3)) if rm else None})
+
+    noisy = max(load0, load1) > 0.5 * (os.cpu_count() or 1)
+    when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    print(f"\n### rlx vs ONNX Runtime ({when}; {cpu_model()} x{os.cpu_count()}; "
+          f"{a.rounds} interleaved rounds, median of per-round medians)\n")
+    if noisy:
+        print(f"NOISY: load average {load0:.1f} at start, {load1:.1f} at end on {os.cpu_count()} cores "
+              "(other work was running); rerun on a quiet machine for figures to quote.\n")
+    print("| case | ORT median ms | rlx median ms | rlx / ORT | ORT GFLOP/s | rlx GFLOP/s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['case']} | {row['ort_median_ms']:.3f} | {fmt(row['rlx_median_ms'], '.3f')} | "
+              f"{fmt(row['ratio_rlx_over_ort'], '.2f')} | {row['ort_gflops']:.1f} | "
+              f"{fmt(row['rlx_gflops'], '.1f')} |")
+    print("\nper-round medians (ms): " + "; ".join(
+        f"{row['case']}: ORT " + "/".join(f"{t:.2f}" for t in row["ort_rounds_ms"])
+        + ("" if not row["rlx_rounds_ms"] else " rlx " + "/".join(f"{t:.2f}" for t in row["rlx_rounds_ms"]))
+        for row in rows))
+    if ort_check:
+        print("ORT vs torch max|diff| (bench_ort.js check): "
+              + ", ".join(f"{k} {v:.1e}" for k, v in ort_check.items() if v is not None))
+    print(f"total {time.monotonic() - t_start:.0f} s")
+
+    if a.json:
+        doc = {"when": when, "cpu": cpu_model(), "cores": os.cpu_count(), "rounds": a.rounds,
+               "target_s": a.target_s, "loadavg_start": load0, "loadavg_end": load1, "noisy": noisy,
+               "rlx": a.rlx, "rows": rows, "raw": raw}
+        with open(a.json, "w") as f:
+            json.dump(doc, f, indent=1)
+        print(f"results: {a.json}")
+
+
+if __name__ == "__main__":
+    main()
