@@ -1,0 +1,89 @@
+// llama.cpp: the LLaMA decoder builder (HuggingFace LlamaModel names and layouts).
+#include "config_check.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/runtime/models.hpp"
+
+namespace rlx::runtime {
+
+using ir::Dim;
+using ir::DType;
+using ir::NodeId;
+using ir::Shape;
+
+namespace {
+
+void check(const LlamaConfig& c) {
+  detail::require_positive("llama", "layers", c.layers);
+  detail::require_positive("llama", "hidden", c.hidden);
+  detail::require_positive("llama", "heads", c.heads);
+  detail::require_positive("llama", "kv_heads", c.kv_heads);
+  detail::require_positive("llama", "ffn", c.ffn);
+  detail::require(c.hidden % c.heads == 0, "llama",
+                  "hidden (" + std::to_string(c.hidden) + ") must be a multiple of heads (" +
+                      std::to_string(c.heads) + ")");
+  detail::require(c.heads % c.kv_heads == 0, "llama",
+                  "heads (" + std::to_string(c.heads) + ") must be a multiple of kv_heads (" +
+                      std::to_string(c.kv_heads) + ")");
+  detail::require((c.hidden / c.heads) % 2 == 0, "llama",
+                  "head_dim (hidden / heads = " + std::to_string(c.hidden / c.heads) +
+                      ") must be even for RoPE");
+  detail::require(c.eps > 0, "llama", "eps must be positive");
+  detail::require(c.rope_theta > 0, "llama", "rope_theta must be positive");
+  if (c.embeddings || c.lm_head)
+    detail::require_positive("llama", "vocab", c.vocab);
+}
+
+} // namespace
+
+ir::Graph build_llama(const LlamaConfig& c) {
+  check(c);
+  ir::Graph g("llama");
+  ir::Builder b(g);
+  const std::string& p = c.prefix;
+  const std::int64_t h = c.hidden, f = c.ffn;
+  const std::int64_t kv = h / c.heads * c.kv_heads;
+  auto param = [&](const std::string& name, std::vector<std::int64_t> dims) {
+    return b.param(p + name, Shape::of(dims));
+  };
+
+  NodeId x;
+  if (c.embeddings) {
+    NodeId ids = b.input("input_ids", Shape({c.batch, c.seq}, DType::i64));
+    x = b.gather(param("embed_tokens.weight", {c.vocab, h}), ids);
+  } else {
+    x = b.input("x", Shape({c.batch, c.seq, Dim(h)}, DType::f32));
+  }
+
+  ir::LlamaBlockAttrs attrs;
+  attrs.num_heads = c.heads;
+  attrs.num_kv_heads = c.kv_heads;
+  attrs.eps = c.eps;
+  attrs.rope_theta = c.rope_theta;
+  for (int i = 0; i < c.layers; ++i) {
+    const std::string l = "layers." + std::to_string(i) + ".";
+    std::vector<NodeId> in{x,
+                           param(l + "input_layernorm.weight", {h}),
+                           param(l + "self_attn.q_proj.weight", {h, h}),
+                           param(l + "self_attn.k_proj.weight", {kv, h}),
+                           param(l + "self_attn.v_proj.weight", {kv, h}),
+                           param(l + "self_attn.o_proj.weight", {h, h}),
+                           param(l + "post_attention_layernorm.weight", {h}),
+                           param(l + "mlp.gate_proj.weight", {f, h}),
+                           param(l + "mlp.up_proj.weight", {f, h}),
+                           param(l + "mlp.down_proj.weight", {h, f})};
+    x = b.op(ir::OpKind::LlamaBlock, std::move(in), attrs, "layer" + std::to_string(i));
+  }
+  NodeId norm = param("norm.weight", {h});
+  if (c.lm_head) {
+    x = b.op(ir::OpKind::RmsNorm, {x, norm}, ir::NormAttrs{c.eps}, "norm");
+    // HF keeps lm_head outside the "model." prefix.
+    NodeId w = b.param("lm_head.weight", Shape::of({c.vocab, h}));
+    x = b.op(ir::OpKind::Linear, {x, w}, ir::LinearAttrs{}, "y");
+  } else {
+    x = b.op(ir::OpKind::RmsNorm, {x, norm}, ir::NormAttrs{c.eps}, "y");
+  }
+  b.output(x);
+  return g;
+}
+
+} // namespace rlx::runtime
