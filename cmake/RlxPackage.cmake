@@ -21,7 +21,11 @@ set(RLX_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake")
 # Maps a link target to the find_dependency() line that provides it in an installed config.
 function(_rlx_dependency_call target out_var)
   if(target MATCHES "^rlx::(.+)$")
-    set(call "find_dependency(rlx-${CMAKE_MATCH_1} ${PROJECT_VERSION} EXACT CONFIG)")
+    # Siblings are looked up beside this config first, so a consumer that points rlx-<x>_DIR at
+    # one package of a prefix finds its siblings in the same prefix.
+    set(call "find_dependency(rlx-${CMAKE_MATCH_1} ${PROJECT_VERSION} EXACT CONFIG "
+             "HINTS \"\${CMAKE_CURRENT_LIST_DIR}/..\")")
+    string(JOIN "" call ${call})
   elseif(target STREQUAL "nlohmann_json::nlohmann_json")
     set(call "find_dependency(nlohmann_json CONFIG)")
   elseif(target STREQUAL "Eigen3::Eigen")
