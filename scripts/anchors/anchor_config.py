@@ -15,7 +15,7 @@ RLX_FLAGS = {
     "bert_base": "--model bert --layers 12 --hidden 768 --heads 12 --kv-heads 12 --ffn 3072",
     "bert_mini": "--model bert --layers 4 --hidden 256 --heads 4 --kv-heads 4 --ffn 1024",
     "llama": "--model llama --layers 4 --hidden 512 --heads 8 --kv-heads 8 --ffn 1376",
-    "mlp": "--model mlp",
+    "mlp": "--model mlp --dims 784,512,512,10",
 }
 
 # (model, batch, seq) rows of the performance table, as bench_ort.js's CASES.
