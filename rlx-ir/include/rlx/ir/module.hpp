@@ -35,7 +35,7 @@ struct BufferSlot {
   Storage storage = Storage::none;
   std::int64_t offset = 0; ///< byte offset in the arena (for views: root offset + view offset)
   std::int64_t bytes = 0;
-  NodeId view_of;          ///< for views: the node whose buffer this one aliases
+  NodeId view_of; ///< for views: the node owning the aliased buffer (chains resolve to the root)
 };
 
 /// Kernel scratch memory of one node, planned like a temporary live only during that node.
@@ -49,10 +49,14 @@ struct ScratchSlot {
 struct MemoryPlan {
   std::int64_t arena_size = 0;
   std::int64_t lower_bound = 0; ///< peak bytes live at once: the best any placement could do
+  /// The arena's first pinned_bytes hold the regions of their own (params, constants, inputs,
+  /// outputs); temporaries and scratch share [pinned_bytes, arena_size). Both arena_size and
+  /// lower_bound include pinned_bytes, so the temporaries' figures are the differences.
+  std::int64_t pinned_bytes = 0;
   std::int64_t alignment = 64;
-  std::vector<NodeId> schedule;          ///< execution order
-  std::vector<BufferSlot> assignments;   ///< indexed by NodeId::v
-  std::vector<ScratchSlot> scratch;      ///< kernel scratch buffers
+  std::vector<NodeId> schedule;        ///< execution order
+  std::vector<BufferSlot> assignments; ///< indexed by NodeId::v
+  std::vector<ScratchSlot> scratch;    ///< kernel scratch buffers
   const BufferSlot& slot(NodeId id) const { return assignments.at(id.v); }
 };
 
