@@ -231,7 +231,9 @@ struct IfAttrs {
 
 /// While: inputs are the initial loop-carried values, bound in order to cond's and body's Inputs.
 /// cond returns a bool scalar; body returns the next carries. The loop runs while cond holds, at
-/// most \p max_iterations times. The node's value is the final carry number \p output_index.
+/// most \p max_iterations times: cond is tested before every body run, and reaching
+/// \p max_iterations ends the loop without error. The node's value is the final carry number
+/// \p output_index.
 struct WhileAttrs {
   SubGraph cond;
   SubGraph body;

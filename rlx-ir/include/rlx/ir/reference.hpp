@@ -19,10 +19,16 @@ namespace rlx::ir::reference {
 using TensorMap = std::map<std::string, Tensor>;
 
 /// Evaluates every output of \p g. Inputs and params are looked up by name; symbolic dims are bound
-/// from the inputs' actual shapes. Throws EvalError on a missing or mistyped input / param.
+/// from the inputs' actual shapes. Throws EvalError on a missing or mistyped input / param, on an
+/// input name the graph does not have (extra params are ignored: a weight file may hold more), and
+/// on a value an op rejects (the message names the node). The outputs never share a buffer with
+/// the inputs, the params or each other.
 std::vector<Tensor> evaluate(const Graph& g, const TensorMap& inputs, const TensorMap& params = {});
 
-/// Evaluates one non-leaf node of type \p node.shape on operand values \p args.
+/// Evaluates one non-leaf node of type \p node.shape on operand values \p args. The result type is
+/// re-derived from the operands' types (so a node with symbolic dims evaluates on static operands);
+/// throws EvalError when the operands do not fit the op or the node's type. A Constant gives a
+/// copy of its value; an Input or Param throws (evaluate() binds them by name).
 Tensor evaluate_node(const Node& node, std::span<const Tensor> args);
 
 /// The symbol bindings implied by matching \p g's Input (and Param) types against the given tensors;
