@@ -7,6 +7,7 @@
 // upload / download as copies; a device backend (OpenCL) as buffer writes / reads on its queue.
 #pragma once
 
+#include "rlx/fusion/pass.hpp"
 #include "rlx/ir/claims.hpp"
 #include "rlx/ir/graph.hpp"
 #include "rlx/ir/module.hpp"
@@ -50,6 +51,11 @@ public:
     (void)g;
     (void)id;
     return 0;
+  }
+  /// How the backend's kernels take broadcast operands of binary ops, Compare and Where; the
+  /// pipeline's legalize-broadcast stage materialises (with Expand) what they do not handle.
+  virtual fusion::BroadcastPolicy broadcast_policy() const {
+    return fusion::BroadcastPolicy::implicit;
   }
   /// Compiles an LIR module; throws Error on an op it cannot run.
   virtual std::unique_ptr<Executable> compile(const ir::Module& lir) const = 0;

@@ -5,6 +5,7 @@
 // unclaimed ops that are decomposed in turn). An op that stays unsupported is a compile error.
 #pragma once
 
+#include "rlx/fusion/pass.hpp"
 #include "rlx/ir/claims.hpp"
 #include "rlx/ir/graph.hpp"
 
@@ -45,10 +46,25 @@ std::vector<ir::OpKind> decomposable_ops();
 /// nodes replaced, native counts the nodes of the legal result). Leaves (Input, Param, Constant)
 /// are always native. Throws Error naming the op, the node and \p backend when a node stays
 /// unsupported.
-DispatchReport legalize(ir::Graph& g, const ir::ClaimSet& claims, std::string_view backend);
+DispatchReport legalize(ir::Graph& g, const ir::ClaimSet& claims, std::string_view backend,
+                        const fusion::PassOptions& opts = {});
 
 /// Same as legalize() without the error: \p g is rewritten as far as possible and the report lists
 /// what stayed unsupported (for inspection).
-DispatchReport legalize_partial(ir::Graph& g, const ir::ClaimSet& claims, std::string_view backend);
+DispatchReport legalize_partial(ir::Graph& g, const ir::ClaimSet& claims, std::string_view backend,
+                                const fusion::PassOptions& opts = {});
+
+/// The "legalize" pass: legalize() against the context's claim set and backend name (a context
+/// without claims means every op is supported). The dispatch report goes to \p out when given.
+class LegalizePass final : public fusion::Pass {
+public:
+  static constexpr std::string_view kName = "legalize";
+  explicit LegalizePass(DispatchReport* out = nullptr) : out_(out) {}
+  std::string_view name() const override { return kName; }
+  bool run(ir::Graph& g, fusion::PassContext& ctx) override;
+
+private:
+  DispatchReport* out_;
+};
 
 } // namespace rlx::compile

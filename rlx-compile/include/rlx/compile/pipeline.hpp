@@ -1,7 +1,10 @@
 // pipeline.hpp: CompilePipeline, HIR / MIR → LIR for one backend.
 //
-// Stage order: lower HIR → constant folding → simplify / CSE → fusion passes (chosen by the
-// backend's claim set) → legalise against the claim set → DCE → memory plan → LIR.
+// Stage order: lower HIR → (specialise params) → constant folding → simplify / CSE → fusion passes
+// (chosen by the backend's claim set) → legalise against the claim set → (materialise broadcasts
+// the backend's kernels do not take) → DCE → bind symbols → memory plan → LIR. Every graph stage
+// runs through one PassManager, so RLX_VERIFY and RLX_IR_DUMP cover all of them; the input graph is
+// always verified, and so is the final MIR.
 #pragma once
 
 #include "rlx/compile/backend.hpp"
@@ -11,16 +14,18 @@
 #include "rlx/ir/module.hpp"
 #include "rlx/ir/reference.hpp"
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlx::compile {
 
 /// Options of one compile.
 struct CompileOptions {
-  ir::Bindings bindings;          ///< sizes of symbolic dims (all must be bound before planning)
-  bool fold_constants = true;     ///< run constant folding
-  bool fuse = true;               ///< run the fusion passes the claim set allows
+  ir::Bindings bindings;      ///< sizes of symbolic dims (all must be bound before planning)
+  bool fold_constants = true; ///< run constant folding
+  bool fuse = true;           ///< run the fusion passes the claim set allows
   /// Params to specialise into constants (parameter specialisation); empty = keep all params.
   ir::reference::TensorMap specialize_params;
 };
@@ -43,12 +48,21 @@ public:
   CompileResult run(const ir::Module& m) const;
   /// Same as run(ir::Module::hir(g)).
   CompileResult run(const ir::Graph& g) const;
-  /// The pass names each stage runs, in order (for inspection and tests).
+  /// The pass names each stage runs, in order (for inspection and tests); the last entry is the
+  /// "memory-plan" stage, which is not a graph pass.
   std::vector<std::string> pass_names() const;
+  /// Calls \p fn with (stage name, graph) for the input and after every graph pass of every run
+  /// (inspect_pipeline collects the stages' text through it).
+  void set_observer(std::function<void(std::string_view, const ir::Graph&)> fn) {
+    observer_ = std::move(fn);
+  }
+  const Backend& backend() const { return backend_; }
+  const CompileOptions& options() const { return opts_; }
 
 private:
   const Backend& backend_;
   CompileOptions opts_;
+  std::function<void(std::string_view, const ir::Graph&)> observer_;
 };
 
 } // namespace rlx::compile

@@ -1,0 +1,356 @@
+// decompositions.cpp: the table of decompositions legalisation rewrites unclaimed ops with.
+//
+// Each entry emits the op's definition (its doc in ops.def, the reference interpreter's kernel)
+// in terms of other ops. Where several forms exist they are listed preferred first; legalize()
+// takes the first whose emitted ops the backend claims. Every entry is tested numerically against
+// the reference interpreter (rlx-compile/tests/decompositions_test.cpp). Exact in IEEE arithmetic
+// unless noted; the notes say where a form rounds differently (never more than a few ulps) or
+// differs on special values.
+#include "decompose.hpp"
+
+#include "graph_util.hpp"
+#include "rlx/ir/error.hpp"
+#include "rlx/ir/hir.hpp"
+
+#include <array>
+#include <cmath>
+#include <numbers>
+
+namespace rlx::compile::detail {
+
+namespace {
+
+using ir::Builder;
+using ir::DType;
+using ir::NodeId;
+using ir::OpKind;
+using Opts = fusion::PassOptions;
+
+NodeId c(Builder& b, NodeId like, double v) {
+  return b.scalar(v, b.shape(like).dtype);
+}
+
+ir::Node node_of(Builder& b, NodeId id) {
+  return b.graph().node(id);
+}
+
+bool float_node(Builder& b, NodeId id, std::string& why) {
+  if (ir::is_float(b.shape(id).dtype))
+    return true;
+  why = "defined for float types only, not " + std::string(ir::dtype_name(b.shape(id).dtype));
+  return false;
+}
+
+// ---- elementwise --------------------------------------------------------------------------------
+
+// -x = x * -1 (exact, keeps the sign of zero).
+NodeId neg_by_mul(Builder& b, NodeId id, const Opts&, std::string& why) {
+  NodeId x = node_of(b, id).inputs[0];
+  if (b.shape(x).dtype == DType::u8 || b.shape(x).dtype == DType::boolean) {
+    why = "-1 is not a value of " + std::string(ir::dtype_name(b.shape(x).dtype));
+    return {};
+  }
+  return b.mul(x, c(b, x, -1));
+}
+
+// -x = 0 - x (maps -0.0 to +0.0; values compare equal).
+NodeId neg_by_sub(Builder& b, NodeId id, const Opts&, std::string&) {
+  NodeId x = node_of(b, id).inputs[0];
+  return b.sub(c(b, x, 0), x);
+}
+
+// |x| = max(x, -x) (signed and float types).
+NodeId abs_by_max(Builder& b, NodeId id, const Opts&, std::string& why) {
+  NodeId x = node_of(b, id).inputs[0];
+  if (b.shape(x).dtype == DType::u8 || b.shape(x).dtype == DType::boolean) {
+    why = "negation wraps for unsigned values";
+    return {};
+  }
+  return b.maximum(x, b.neg(x));
+}
+
+// relu(x) = max(x, 0).
+NodeId relu_by_max(Builder& b, NodeId id, const Opts&, std::string&) {
+  NodeId x = node_of(b, id).inputs[0];
+  return b.maximum(x, c(b, x, 0));
+}
+
+// 1/x = 1 / x.
+NodeId reciprocal_by_div(Builder& b, NodeId id, const Opts&, std::string& why) {
+  if (!float_node(b, id, why))
+    return {};
+  NodeId x = node_of(b, id).inputs[0];
+  return b.div(c(b, x, 1), x);
+}
+
+// rsqrt(x) = 1 / sqrt(x).
+NodeId rsqrt_by_div(Builder& b, NodeId id, const Opts&, std::string&) {
+  NodeId x = node_of(b, id).inputs[0];
+  return b.div(c(b, x, 1), b.sqrt(x));
+}
+
+// rsqrt(x) = reciprocal(sqrt(x)).
+NodeId rsqrt_by_reciprocal(Builder& b, NodeId id, const Opts&, std::string&) {
+  return b.reciprocal(b.sqrt(node_of(b, id).inputs[0]));
+}
+
+// sqrt(x) = x ^ 0.5 (differs only at -0.0 (+0.0 instead of -0.0) and -inf (+inf, not NaN)).
+NodeId sqrt_by_pow(Builder& b, NodeId id, const Opts&, std::string&) {
+  NodeId x = node_of(b, id).inputs[0];
+  return b.pow(x, c(b, x, 0.5));
+}
+
+// sigmoid(x) = 1 / (1 + exp(-x)).
+NodeId sigmoid_by_exp(Builder& b, NodeId id, const Opts&, std::string&) {
+  NodeId x = node_of(b, id).inputs[0];
+  return b.div(c(b, x, 1), b.add(c(b, x, 1), b.exp(b.neg(x))));
+}
+
+// silu(x) = x * sigmoid(x).
+NodeId silu_by_sigmoid(Builder& b, NodeId id, const Opts&, std::string&) {
+  NodeId x = node_of(b, id).inputs[0];
+  return b.mul(x, b.sigmoid(x));
+}
+
+// silu(x) = x / (1 + exp(-x)).
+NodeId silu_by_exp(Builder& b, NodeId id, const Opts&, std::string&) {
+  NodeId x = node_of(b, id).inputs[0];
+  return b.div(x, b.add(c(b, x, 1), b.exp(b.neg(x))));
+}
+
+// gelu(x) = x * 0.5 * (1 + erf(x * (1 / sqrt 2))).
+NodeId gelu_by_erf(Builder& b, NodeId id, const Opts&, std::string&) {
+  NodeId x = node_of(b, id).inputs[0];
+  NodeId e = b.erf(b.mul(x, c(b, x, 1.0 / std::numbers::sqrt2)));
+  return b.mul(b.mul(x, c(b, x, 0.5)), b.add(c(b, x, 1), e));
+}
+
+// gelu_tanh(x) = 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))).
+NodeId gelu_tanh_by_tanh(Builder& b, NodeId id, const Opts&, std::string&) {
+  NodeId x = node_of(b, id).inputs[0];
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  NodeId x3 = b.mul(b.mul(x, x), x);
+  NodeId inner = b.mul(c(b, x, k), b.add(x, b.mul(c(b, x, 0.044715), x3)));
+  return b.mul(b.mul(c(b, x, 0.5), x), b.add(c(b, x, 1), b.tanh(inner)));
+}
+
+// a - b = a + (-b).
+NodeId sub_by_add(Builder& b, NodeId id, const Opts&, std::string&) {
+  const ir::Node n = node_of(b, id);
+  return b.add(n.inputs[0], b.neg(n.inputs[1]));
+}
+
+// a / b = a * (1 / b) for floats (rounds twice: within one ulp of a / b).
+NodeId div_by_reciprocal(Builder& b, NodeId id, const Opts&, std::string& why) {
+  if (!float_node(b, id, why))
+    return {};
+  const ir::Node n = node_of(b, id);
+  return b.mul(n.inputs[0], b.reciprocal(n.inputs[1]));
+}
+
+// max(a, b) = a >= b ? a : b (NaN operands: selects b where the reference may not).
+NodeId maximum_by_where(Builder& b, NodeId id, const Opts&, std::string&) {
+  const ir::Node n = node_of(b, id);
+  return b.where(b.compare(ir::CmpOp::ge, n.inputs[0], n.inputs[1]), n.inputs[0], n.inputs[1]);
+}
+
+// min(a, b) = a <= b ? a : b.
+NodeId minimum_by_where(Builder& b, NodeId id, const Opts&, std::string&) {
+  const ir::Node n = node_of(b, id);
+  return b.where(b.compare(ir::CmpOp::le, n.inputs[0], n.inputs[1]), n.inputs[0], n.inputs[1]);
+}
+
+// ---- normalisation ------------------------------------------------------------------------------
+
+// softmax(x) = e / sum(e), e = exp(x - max(x)) along the axis.
+NodeId softmax_by_exp(Builder& b, NodeId id, const Opts&, std::string&) {
+  const ir::Node n = node_of(b, id);
+  NodeId x = n.inputs[0];
+  const std::int64_t ax =
+      ir::normalize_axis(n.attr<ir::AxisAttrs>().axis, b.shape(x).rank(), "softmax");
+  NodeId e = b.exp(b.sub(x, b.reduce(ir::ReduceOp::max, x, {ax}, true)));
+  return b.div(e, b.sum(e, {ax}, true));
+}
+
+// log_softmax(x) = s - log(sum(exp(s))), s = x - max(x) along the axis.
+NodeId log_softmax_by_exp(Builder& b, NodeId id, const Opts&, std::string&) {
+  const ir::Node n = node_of(b, id);
+  NodeId x = n.inputs[0];
+  const std::int64_t ax =
+      ir::normalize_axis(n.attr<ir::AxisAttrs>().axis, b.shape(x).rank(), "log_softmax");
+  NodeId s = b.sub(x, b.reduce(ir::ReduceOp::max, x, {ax}, true));
+  return b.sub(s, b.log(b.sum(b.exp(s), {ax}, true)));
+}
+
+// layer_norm(x) = (x - mean) / sqrt(var + eps) * gamma (+ beta) over the last axis, biased var.
+NodeId layer_norm_by_reduce(Builder& b, NodeId id, const Opts&, std::string&) {
+  const ir::Node n = node_of(b, id);
+  NodeId x = n.inputs[0];
+  const std::int64_t last = static_cast<std::int64_t>(b.shape(x).rank()) - 1;
+  NodeId d = b.sub(x, b.mean(x, {last}, true));
+  NodeId var = b.mean(b.mul(d, d), {last}, true);
+  NodeId den = b.sqrt(b.add(var, c(b, x, n.attr<ir::NormAttrs>().eps)));
+  NodeId y = b.mul(b.div(d, den), n.inputs[1]);
+  return n.inputs.size() == 3 ? b.add(y, n.inputs[2]) : y;
+}
+
+// rms_norm(x) = x / sqrt(mean(x^2) + eps) * gamma over the last axis.
+NodeId rms_norm_by_reduce(Builder& b, NodeId id, const Opts&, std::string&) {
+  const ir::Node n = node_of(b, id);
+  NodeId x = n.inputs[0];
+  const std::int64_t last = static_cast<std::int64_t>(b.shape(x).rank()) - 1;
+  NodeId ms = b.mean(b.mul(x, x), {last}, true);
+  NodeId den = b.sqrt(b.add(ms, c(b, x, n.attr<ir::NormAttrs>().eps)));
+  return b.mul(b.div(x, den), n.inputs[1]);
+}
+
+// softmax_cross_entropy(logits, labels) = logsumexp(logits) - logits[label], per row; the
+// picked logit is sum(where(iota == label, logits, 0)). An out-of-range label (an error in the
+// reference) picks nothing here.
+NodeId softmax_cross_entropy_by_reduce(Builder& b, NodeId id, const Opts&, std::string& why) {
+  const ir::Node n = node_of(b, id);
+  NodeId logits = n.inputs[0], labels = n.inputs[1];
+  const ir::Shape ls = b.shape(logits);
+  if (!ls[1].is_static()) {
+    why = "the class count is symbolic; bind it first";
+    return {};
+  }
+  const std::int64_t classes = ls[1].size();
+  NodeId m = b.reduce(ir::ReduceOp::max, logits, {1}, true);
+  NodeId lse = b.add(b.log(b.sum(b.exp(b.sub(logits, m)), {1}, true)), m);
+  ir::Tensor iota(ir::Shape::of({classes}, b.shape(labels).dtype));
+  for (std::int64_t i = 0; i < classes; ++i)
+    iota.set_i64(i, i);
+  NodeId hit = b.compare(ir::CmpOp::eq, b.reshape(labels, {ls[0], ir::Dim(1)}), b.constant(iota));
+  NodeId picked = b.sum(b.where(hit, logits, c(b, logits, 0)), {1}, true);
+  return b.reshape(b.sub(lse, picked), {ls[0]});
+}
+
+// ---- movement -----------------------------------------------------------------------------------
+
+// expand(x) = x * ones(target) (x and true/false selection for bool); static targets only.
+NodeId expand_by_broadcast(Builder& b, NodeId id, const Opts&, std::string& why) {
+  const ir::Node n = node_of(b, id);
+  if (!n.shape.is_static()) {
+    why = "the target shape is symbolic; bind it first";
+    return {};
+  }
+  NodeId x = n.inputs[0];
+  if (n.shape.dtype == DType::boolean)
+    return b.where(x, full_constant(b, n.shape, 1), full_constant(b, n.shape, 0));
+  return b.mul(x, full_constant(b, n.shape, 1));
+}
+
+// ---- quantization -------------------------------------------------------------------------------
+
+// fake_quantize(x) = dequantize(quantize(x)) for f32 x (Dequantize yields f32; for other float
+// types the extra rounding through f32 would differ from the reference).
+NodeId fake_quantize_by_qdq(Builder& b, NodeId id, const Opts&, std::string& why) {
+  const ir::Node n = node_of(b, id);
+  if (n.shape.dtype != DType::f32) {
+    why = "only f32 inputs decompose exactly (dequantize yields f32)";
+    return {};
+  }
+  const auto& q = n.attr<ir::QuantAttrs>();
+  return b.dequantize(b.quantize(n.inputs[0], q), q);
+}
+
+/// The per-channel (or per-tensor) \p values of \p q as a constant broadcasting against an
+/// operand of rank \p rank: [C, 1, ..., 1] from the quantization axis on, or a scalar.
+NodeId channel_constant(Builder& b, const ir::QuantAttrs& q, const std::vector<double>& values,
+                        std::size_t rank, DType t) {
+  if (!q.axis)
+    return b.scalar(values.at(0), t);
+  const std::int64_t ax = ir::normalize_axis(*q.axis, rank, "dequantize");
+  std::vector<std::int64_t> dims(rank - static_cast<std::size_t>(ax), 1);
+  dims[0] = static_cast<std::int64_t>(values.size());
+  ir::Tensor v(ir::Shape::of(dims, t));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    v.set_f64(static_cast<std::int64_t>(i), values[i]);
+  return b.constant(v);
+}
+
+NodeId dequantize_in(Builder& b, NodeId id, DType t) {
+  const ir::Node n = node_of(b, id);
+  const auto& q = n.attr<ir::QuantAttrs>();
+  const std::size_t rank = n.shape.rank();
+  std::vector<double> zps(q.zero_points.begin(), q.zero_points.end());
+  NodeId v = b.sub(b.cast(n.inputs[0], t), channel_constant(b, q, zps, rank, t));
+  v = b.mul(v, channel_constant(b, q, q.scales, rank, t));
+  return t == DType::f32 ? v : b.cast(v, DType::f32);
+}
+
+// dequantize(q) = f32((f64(q) - zp) * scale): exactly the reference's computation.
+NodeId dequantize_in_f64(Builder& b, NodeId id, const Opts&, std::string&) {
+  return dequantize_in(b, id, DType::f64);
+}
+
+// dequantize(q) = (f32(q) - zp) * f32(scale): the scale rounds to f32 first (within an ulp).
+NodeId dequantize_in_f32(Builder& b, NodeId id, const Opts&, std::string&) {
+  return dequantize_in(b, id, DType::f32);
+}
+
+// ---- extension and HIR --------------------------------------------------------------------------
+
+// custom_fn(args) = body(args), inlined.
+NodeId custom_fn_inline(Builder& b, NodeId id, const Opts&, std::string&) {
+  const ir::Node n = node_of(b, id);
+  return inline_subgraph(b, *n.attr<ir::CustomFnAttrs>().body, n.inputs,
+                         "inline " + ir::describe(b.graph(), id))
+      .at(0);
+}
+
+// HIR blocks: their MIR decomposition from rlx-ir.
+NodeId hir_decompose(Builder& b, NodeId id, const Opts&, std::string&) {
+  const ir::Node n = node_of(b, id);
+  return ir::decompose_hir(b, n, n.inputs);
+}
+
+using Table = std::array<std::vector<DecomposeFn>, ir::kNumOps>;
+
+Table make_table() {
+  Table t;
+  auto set = [&](OpKind k, std::vector<DecomposeFn> fns) {
+    t[static_cast<std::size_t>(k)] = std::move(fns);
+  };
+  set(OpKind::Neg, {neg_by_mul, neg_by_sub});
+  set(OpKind::Abs, {abs_by_max});
+  set(OpKind::Relu, {relu_by_max});
+  set(OpKind::Reciprocal, {reciprocal_by_div});
+  set(OpKind::Rsqrt, {rsqrt_by_div, rsqrt_by_reciprocal});
+  set(OpKind::Sqrt, {sqrt_by_pow});
+  set(OpKind::Sigmoid, {sigmoid_by_exp});
+  set(OpKind::Silu, {silu_by_sigmoid, silu_by_exp});
+  set(OpKind::Gelu, {gelu_by_erf});
+  set(OpKind::GeluTanh, {gelu_tanh_by_tanh});
+  set(OpKind::Sub, {sub_by_add});
+  set(OpKind::Div, {div_by_reciprocal});
+  set(OpKind::Maximum, {maximum_by_where});
+  set(OpKind::Minimum, {minimum_by_where});
+  set(OpKind::Softmax, {softmax_by_exp});
+  set(OpKind::LogSoftmax, {log_softmax_by_exp});
+  set(OpKind::LayerNorm, {layer_norm_by_reduce});
+  set(OpKind::RmsNorm, {rms_norm_by_reduce});
+  set(OpKind::SoftmaxCrossEntropy, {softmax_cross_entropy_by_reduce});
+  set(OpKind::Expand, {expand_by_broadcast});
+  set(OpKind::DotGeneral, {lower_dot_general});
+  set(OpKind::If, {lower_if});
+  set(OpKind::While, {lower_while});
+  set(OpKind::CustomFn, {custom_fn_inline});
+  set(OpKind::FakeQuantize, {fake_quantize_by_qdq});
+  set(OpKind::Dequantize, {dequantize_in_f64, dequantize_in_f32});
+  ir::for_each_op([&](OpKind k) {
+    if (ir::is_hir(k))
+      set(k, {hir_decompose});
+  });
+  return t;
+}
+
+} // namespace
+
+std::span<const DecomposeFn> decompositions(ir::OpKind k) {
+  static const Table table = make_table();
+  return table[static_cast<std::size_t>(k)];
+}
+
+} // namespace rlx::compile::detail

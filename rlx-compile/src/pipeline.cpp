@@ -1,0 +1,105 @@
+// pipeline.cpp: CompilePipeline, the staged compile of a HIR / MIR module into LIR.
+#include "rlx/compile/pipeline.hpp"
+
+#include "rlx/compile/memory_plan.hpp"
+#include "rlx/compile/passes.hpp"
+#include "rlx/fusion/fusion_passes.hpp"
+#include "rlx/ir/error.hpp"
+#include "rlx/ir/verify.hpp"
+
+#include <chrono>
+
+namespace rlx::compile {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+} // namespace
+
+CompilePipeline::CompilePipeline(const Backend& backend, CompileOptions opts)
+    : backend_(backend), opts_(std::move(opts)) {}
+
+std::vector<std::string> CompilePipeline::pass_names() const {
+  std::vector<std::string> names{std::string(LowerHirPass::kName)};
+  if (!opts_.specialize_params.empty())
+    names.emplace_back(SpecializeParamsPass::kName);
+  if (opts_.fold_constants)
+    names.emplace_back(ConstFoldPass::kName);
+  names.emplace_back(SimplifyPass::kName);
+  names.emplace_back(CsePass::kName);
+  if (opts_.fuse)
+    for (auto& f : fusion::fusion_passes_for_supported(backend_.claims()))
+      names.push_back(std::move(f));
+  names.emplace_back(LegalizePass::kName);
+  if (backend_.broadcast_policy() != fusion::BroadcastPolicy::implicit)
+    names.emplace_back(LegalizeBroadcastPass::kName);
+  names.emplace_back(DcePass::kName);
+  names.emplace_back(BindSymbolsPass::kName);
+  names.emplace_back("memory-plan");
+  return names;
+}
+
+CompileResult CompilePipeline::run(const ir::Graph& g) const {
+  return run(ir::Module::hir(g));
+}
+
+CompileResult CompilePipeline::run(const ir::Module& m) const {
+  const auto t0 = Clock::now();
+  if (m.stage() == ir::Stage::lir)
+    throw Error("CompilePipeline: module '" + m.graph().name() +
+                "' is already LIR; compile its MIR instead");
+  ir::Graph g = m.graph();
+  try {
+    ir::verify(g);
+  } catch (const ir::VerifyError& e) {
+    throw ir::VerifyError("compile of graph '" + g.name() + "' for backend '" + backend_.name() +
+                          "': the input graph fails verification: " + e.what());
+  }
+
+  CompileResult r;
+  fusion::PassContext ctx;
+  ctx.claims = &backend_.claims();
+  ctx.report = &r.fusion;
+  ctx.backend = backend_.name();
+  ctx.options.broadcast = backend_.broadcast_policy();
+  ctx.specialize_params = &opts_.specialize_params;
+  ctx.bindings = &opts_.bindings;
+
+  fusion::PassManagerOptions pmo = fusion::PassManagerOptions::from_env();
+  pmo.observer = observer_;
+  fusion::PassManager pm(std::move(pmo));
+  const fusion::PassRegistry registry = default_pass_registry();
+  std::vector<std::string> names = pass_names();
+  names.pop_back(); // "memory-plan" is not a graph pass
+  for (const auto& name : names) {
+    if (name == LegalizePass::kName)
+      pm.add(std::make_unique<LegalizePass>(&r.dispatch));
+    else
+      pm.add(registry, name);
+  }
+  pm.run(g, ctx);
+
+  try {
+    ir::verify(g, ir::VerifyOptions{.allow_hir = false});
+  } catch (const ir::VerifyError& e) {
+    throw ir::VerifyError("compile of graph '" + g.name() + "' for backend '" + backend_.name() +
+                          "': the optimised graph fails verification: " + e.what());
+  }
+
+  const auto tp = Clock::now();
+  PlanOptions po;
+  po.alignment = backend_.alignment();
+  po.scratch_bytes = [this](const ir::Graph& gg, ir::NodeId id) {
+    return backend_.scratch_bytes(gg, id);
+  };
+  ir::MemoryPlan plan = plan_memory(g, po);
+  r.passes = pm.stats();
+  r.passes.push_back(fusion::PassStats{"memory-plan", ms_since(tp), false, g.size(), g.size()});
+  r.lir = ir::Module::lir(std::move(g), std::move(plan));
+  r.total_ms = ms_since(t0);
+  return r;
+}
+
+} // namespace rlx::compile

@@ -1,0 +1,220 @@
+// compile_testing.cpp: test backends, equivalence checks and small HIR models.
+#include "testing/compile_testing.hpp"
+
+#include "rlx/compile/passes.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/ir/error.hpp"
+#include "rlx/ir/reference.hpp"
+#include "rlx/ir/text.hpp"
+#include "testing/op_samples.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+namespace rlx::compile::testing {
+
+ir::ClaimSet claim_everything() {
+  ir::ClaimSet c;
+  ir::for_each_op([&](ir::OpKind k) { c.claim(k); });
+  return c;
+}
+
+ir::ClaimSet claim_all_but(std::initializer_list<ir::OpKind> ops) {
+  ir::ClaimSet c = claim_everything();
+  for (ir::OpKind k : ops)
+    c.unclaim(k);
+  return c;
+}
+
+namespace {
+
+/// Runs an LIR graph with the reference interpreter.
+class ReferenceExecutable : public Executable {
+public:
+  explicit ReferenceExecutable(const ir::Module& lir)
+      : g_(lir.graph()), bytes_(lir.plan().arena_size) {}
+  void set_input(const std::string& name, const ir::Tensor& value) override {
+    set(name, value, /*param=*/false, inputs_);
+  }
+  void set_param(const std::string& name, const ir::Tensor& value) override {
+    set(name, value, /*param=*/true, params_);
+  }
+  void execute() override { outs_ = ir::reference::evaluate(g_, inputs_, params_); }
+  ir::Tensor output(std::size_t index) const override { return outs_.at(index); }
+  std::int64_t device_bytes() const override { return bytes_; }
+
+private:
+  void set(const std::string& name, const ir::Tensor& v, bool param,
+           ir::reference::TensorMap& into) {
+    ir::NodeId id = g_.find_leaf(name, param);
+    if (!id.valid())
+      throw Error(std::string(param ? "param" : "input") + " '" + name + "' does not exist");
+    if (!(g_.shape(id) == v.shape()))
+      throw Error("'" + name + "' has type " + g_.shape(id).str() + ", got " + v.shape().str());
+    into[name] = v;
+  }
+  ir::Graph g_;
+  std::int64_t bytes_;
+  ir::reference::TensorMap inputs_, params_;
+  std::vector<ir::Tensor> outs_;
+};
+
+} // namespace
+
+TestBackend::TestBackend(std::string name, ir::ClaimSet claims, fusion::BroadcastPolicy broadcast,
+                         std::int64_t scratch_per_matmul)
+    : name_(std::move(name)), claims_(std::move(claims)), broadcast_(broadcast),
+      scratch_per_matmul_(scratch_per_matmul) {}
+
+std::int64_t TestBackend::scratch_bytes(const ir::Graph& g, ir::NodeId id) const {
+  return g.node(id).op == ir::OpKind::MatMul ? scratch_per_matmul_ : 0;
+}
+
+std::unique_ptr<Executable> TestBackend::compile(const ir::Module& lir) const {
+  for (ir::NodeId id : lir.graph().ids())
+    if (!ir::is_leaf(lir.graph().node(id).op) && !claims_.supports(lir.graph(), id))
+      throw Error("backend '" + name_ + "' cannot run " + ir::describe(lir.graph(), id));
+  return std::make_unique<ReferenceExecutable>(lir);
+}
+
+void expect_equivalent(const ir::Graph& before, const ir::Graph& after, double tol,
+                       std::uint64_t seed) {
+  ir::reference::TensorMap in = ir::testing::random_inputs(before, seed);
+  ir::reference::TensorMap params = ir::testing::random_params(before, seed);
+  ir::reference::TensorMap in_after, params_after;
+  for (const auto& [name, t] : in)
+    if (after.find_leaf(name).valid())
+      in_after[name] = t;
+  for (const auto& [name, t] : params)
+    if (after.find_leaf(name, /*param=*/true).valid())
+      params_after[name] = t;
+  std::vector<ir::Tensor> a = ir::reference::evaluate(before, in, params);
+  std::vector<ir::Tensor> b = ir::reference::evaluate(after, in_after, params_after);
+  ASSERT_EQ(a.size(), b.size()) << "output counts differ";
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].shape(), b[i].shape()) << "output " << i;
+    double scale = 0;
+    for (std::int64_t k = 0; k < a[i].numel(); ++k)
+      scale = std::max(scale, std::fabs(a[i].get_f64(k)));
+    const double err = ir::max_abs_diff(a[i], b[i]);
+    EXPECT_LE(err, tol * (1 + scale))
+        << "output " << i << " differs by " << err << " (scale " << scale << ")";
+    EXPECT_FALSE(std::isnan(err)) << "output " << i;
+  }
+}
+
+ir::Graph expect_rewrite(std::string_view before, std::string_view pipeline, std::string_view after,
+                         double tol, fusion::PassContext ctx) {
+  const ir::Graph in = ir::parse(before);
+  ir::Graph out = in;
+  run_pipeline(out, pipeline, ctx);
+  const ir::Graph want = ir::parse(after);
+  EXPECT_EQ(ir::print(out), ir::print(want)) << "after " << pipeline;
+  expect_equivalent(in, out, tol);
+  return out;
+}
+
+int count_ops(const ir::Graph& g, ir::OpKind k) {
+  int n = 0;
+  for (const auto& nd : g.nodes())
+    n += nd.op == k;
+  return n;
+}
+
+namespace {
+const ir::Dim kBatch = ir::Dim::sym("batch");
+const ir::Dim kSeq = ir::Dim::sym("seq");
+} // namespace
+
+ir::Graph bert_hir(int layers, std::int64_t hidden, std::int64_t heads, std::int64_t ffn,
+                   bool padding_mask, ir::DType dtype) {
+  ir::Graph g("bert");
+  ir::Builder b(g);
+  auto vec = [&](const std::string& n, std::int64_t d) {
+    return b.param(n, ir::Shape::of({d}, dtype));
+  };
+  auto mat = [&](const std::string& n, std::int64_t o, std::int64_t i) {
+    return b.param(n, ir::Shape::of({o, i}, dtype));
+  };
+  ir::NodeId x = b.input("x", ir::Shape({kBatch, kSeq, ir::Dim(hidden)}, dtype));
+  ir::NodeId mask;
+  if (padding_mask)
+    mask = b.input("mask", ir::Shape({kBatch, kSeq}, dtype));
+  for (int l = 0; l < layers; ++l) {
+    const std::string p = "layer" + std::to_string(l) + ".";
+    std::vector<ir::NodeId> in = {x,
+                                  mat(p + "q.weight", hidden, hidden),
+                                  vec(p + "q.bias", hidden),
+                                  mat(p + "k.weight", hidden, hidden),
+                                  vec(p + "k.bias", hidden),
+                                  mat(p + "v.weight", hidden, hidden),
+                                  vec(p + "v.bias", hidden),
+                                  mat(p + "o.weight", hidden, hidden),
+                                  vec(p + "o.bias", hidden),
+                                  vec(p + "ln1.gamma", hidden),
+                                  vec(p + "ln1.beta", hidden),
+                                  mat(p + "ffn1.weight", ffn, hidden),
+                                  vec(p + "ffn1.bias", ffn),
+                                  mat(p + "ffn2.weight", hidden, ffn),
+                                  vec(p + "ffn2.bias", hidden),
+                                  vec(p + "ln2.gamma", hidden),
+                                  vec(p + "ln2.beta", hidden)};
+    if (padding_mask)
+      in.push_back(mask);
+    ir::BertLayerAttrs a;
+    a.num_heads = heads;
+    a.padding_mask = padding_mask;
+    x = b.bert_layer(std::move(in), a);
+  }
+  b.output(x);
+  return g;
+}
+
+ir::Graph llama_hir(int blocks, std::int64_t hidden, std::int64_t heads, std::int64_t kv_heads,
+                    std::int64_t ffn, ir::DType dtype) {
+  ir::Graph g("llama");
+  ir::Builder b(g);
+  const std::int64_t head_dim = hidden / heads;
+  auto mat = [&](const std::string& n, std::int64_t o, std::int64_t i) {
+    return b.param(n, ir::Shape::of({o, i}, dtype));
+  };
+  ir::NodeId x = b.input("x", ir::Shape({kBatch, kSeq, ir::Dim(hidden)}, dtype));
+  for (int l = 0; l < blocks; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    std::vector<ir::NodeId> in = {x,
+                                  b.param(p + "attn_norm", ir::Shape::of({hidden}, dtype)),
+                                  mat(p + "wq", heads * head_dim, hidden),
+                                  mat(p + "wk", kv_heads * head_dim, hidden),
+                                  mat(p + "wv", kv_heads * head_dim, hidden),
+                                  mat(p + "wo", hidden, heads * head_dim),
+                                  b.param(p + "ffn_norm", ir::Shape::of({hidden}, dtype)),
+                                  mat(p + "w_gate", ffn, hidden),
+                                  mat(p + "w_up", ffn, hidden),
+                                  mat(p + "w_down", hidden, ffn)};
+    ir::LlamaBlockAttrs a;
+    a.num_heads = heads;
+    a.num_kv_heads = kv_heads;
+    x = b.llama_block(std::move(in), a);
+  }
+  b.output(x);
+  return g;
+}
+
+ir::Graph mlp_hir(const std::vector<std::int64_t>& sizes, ir::DType dtype) {
+  ir::Graph g("mlp");
+  ir::Builder b(g);
+  ir::NodeId x = b.input("x", ir::Shape({kBatch, ir::Dim(sizes.front())}, dtype));
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    const std::string p = "fc" + std::to_string(i) + ".";
+    ir::NodeId w = b.param(p + "weight", ir::Shape::of({sizes[i + 1], sizes[i]}, dtype));
+    ir::NodeId bias = b.param(p + "bias", ir::Shape::of({sizes[i + 1]}, dtype));
+    const bool last = i + 2 == sizes.size();
+    x = b.linear(x, w, bias, last ? ir::Activation::none : ir::Activation::relu);
+  }
+  b.output(x);
+  return g;
+}
+
+} // namespace rlx::compile::testing
