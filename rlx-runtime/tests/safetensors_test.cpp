@@ -74,10 +74,15 @@ TEST(Safetensors, RoundTripThroughAFile) {
   SafetensorsFile back = read_safetensors(path);
   for (const auto& [name, t] : m)
     EXPECT_TRUE(back.tensors.at(name).identical(t)) << name;
-  auto listing = list_safetensors(path);
+  SafetensorsReader reader(path);
+  const auto& listing = reader.entries();
   ASSERT_EQ(listing.size(), m.size());
   EXPECT_EQ(listing[0].name, "bf16"); // name order
   EXPECT_EQ(listing[0].shape, ir::Shape::of({1, 2}, DType::bf16));
+  ASSERT_NE(reader.find("i64"), nullptr);
+  EXPECT_EQ(reader.find("nope"), nullptr);
+  EXPECT_TRUE(reader.read("i64").identical(m.at("i64")));
+  EXPECT_THROW(reader.read("nope"), IoError);
   std::filesystem::remove(path);
 }
 

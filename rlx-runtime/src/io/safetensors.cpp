@@ -147,6 +147,8 @@ std::vector<SafetensorsEntry> parse_header(std::string_view text, std::int64_t d
   if (pos != data_size)
     throw IoError(what + ": bytes [" + std::to_string(pos) + ", " + std::to_string(data_size) +
                   ") of the data section belong to no tensor");
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   return entries;
 }
 
@@ -185,36 +187,67 @@ std::string safetensors_dtype_name(DType t) {
   throw IoError("safetensors: no dtype name for " + std::string(ir::dtype_name(t)));
 }
 
-std::vector<SafetensorsEntry> list_safetensors(const std::filesystem::path& path) {
-  detail::InputFile f(path);
-  std::byte len[8] = {};
-  if (f.size() >= 8)
-    f.read(0, len, 8);
-  const std::string what = "'" + f.name() + "'";
-  std::int64_t n = header_length(len, f.size(), what);
-  std::string header(static_cast<std::size_t>(n), '\0');
-  f.read(8, reinterpret_cast<std::byte*>(header.data()), n);
-  return parse_header(header, f.size() - 8 - n, what, nullptr);
+struct SafetensorsReader::Impl {
+  detail::InputFile file;
+  std::string what;
+  std::int64_t data_start = 0;
+  std::vector<SafetensorsEntry> entries;
+  std::map<std::string, std::string> metadata;
+
+  explicit Impl(const std::filesystem::path& path) : file(path), what("'" + file.name() + "'") {
+    std::byte len[8] = {};
+    if (file.size() >= 8)
+      file.read(0, len, 8);
+    const std::int64_t n = header_length(len, file.size(), what);
+    std::string header(static_cast<std::size_t>(n), '\0');
+    file.read(8, reinterpret_cast<std::byte*>(header.data()), n);
+    data_start = 8 + n;
+    entries = parse_header(header, file.size() - data_start, what, &metadata);
+  }
+};
+
+SafetensorsReader::SafetensorsReader(const std::filesystem::path& path)
+    : impl_(std::make_unique<Impl>(path)) {}
+SafetensorsReader::~SafetensorsReader() = default;
+SafetensorsReader::SafetensorsReader(SafetensorsReader&&) noexcept = default;
+SafetensorsReader& SafetensorsReader::operator=(SafetensorsReader&&) noexcept = default;
+
+const std::vector<SafetensorsEntry>& SafetensorsReader::entries() const {
+  return impl_->entries;
+}
+
+const SafetensorsEntry* SafetensorsReader::find(const std::string& name) const {
+  auto it =
+      std::lower_bound(impl_->entries.begin(), impl_->entries.end(), name,
+                       [](const SafetensorsEntry& e, const std::string& n) { return e.name < n; });
+  return it != impl_->entries.end() && it->name == name ? &*it : nullptr;
+}
+
+const std::map<std::string, std::string>& SafetensorsReader::metadata() const {
+  return impl_->metadata;
+}
+
+const std::string& SafetensorsReader::path() const {
+  return impl_->file.name();
+}
+
+ir::Tensor SafetensorsReader::read(const std::string& name) {
+  const SafetensorsEntry* e = find(name);
+  if (!e)
+    throw IoError(impl_->what + " has no tensor '" + name + "'");
+  ir::Tensor t(e->shape);
+  impl_->file.read(impl_->data_start + e->begin, t.raw(), e->end - e->begin);
+  if (t.dtype() == DType::boolean)
+    detail::check_bool_bytes(t, impl_->what + ": tensor '" + name + "'");
+  return t;
 }
 
 SafetensorsFile read_safetensors(const std::filesystem::path& path) {
-  detail::InputFile f(path);
-  std::byte len[8] = {};
-  if (f.size() >= 8)
-    f.read(0, len, 8);
-  const std::string what = "'" + f.name() + "'";
-  std::int64_t n = header_length(len, f.size(), what);
-  std::string header(static_cast<std::size_t>(n), '\0');
-  f.read(8, reinterpret_cast<std::byte*>(header.data()), n);
+  SafetensorsReader r(path);
   SafetensorsFile out;
-  const std::int64_t data_start = 8 + n;
-  for (const auto& e : parse_header(header, f.size() - data_start, what, &out.metadata)) {
-    ir::Tensor t(e.shape);
-    f.read(data_start + e.begin, t.raw(), e.end - e.begin);
-    if (t.dtype() == DType::boolean)
-      detail::check_bool_bytes(t, what + ": tensor '" + e.name + "'");
-    out.tensors.emplace(e.name, std::move(t));
-  }
+  out.metadata = r.metadata();
+  for (const auto& e : r.entries())
+    out.tensors.emplace(e.name, r.read(e.name));
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,12 +44,35 @@ struct SafetensorsEntry {
   std::int64_t end;   ///< one past the last byte
 };
 
+/// An open safetensors file whose header has been read and validated: list its tensors, then read
+/// only the ones you need.
+class SafetensorsReader {
+public:
+  /// Opens \p path and validates its header; throws IoError naming the file and the problem.
+  explicit SafetensorsReader(const std::filesystem::path& path);
+  ~SafetensorsReader();
+  SafetensorsReader(SafetensorsReader&&) noexcept;
+  SafetensorsReader& operator=(SafetensorsReader&&) noexcept;
+
+  /// Every tensor of the file, in name order.
+  const std::vector<SafetensorsEntry>& entries() const;
+  /// The entry named \p name, or null.
+  const SafetensorsEntry* find(const std::string& name) const;
+  /// The "__metadata__" strings.
+  const std::map<std::string, std::string>& metadata() const;
+  /// Reads the tensor named \p name; throws IoError when there is none or the file is short.
+  ir::Tensor read(const std::string& name);
+  /// The file's path as given.
+  const std::string& path() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Reads every tensor of the safetensors file at \p path. Throws IoError naming the file and the
 /// problem when it is missing, truncated or corrupt.
 SafetensorsFile read_safetensors(const std::filesystem::path& path);
-
-/// Lists the tensors of the safetensors file at \p path (validated header, no data read).
-std::vector<SafetensorsEntry> list_safetensors(const std::filesystem::path& path);
 
 /// Parses a whole safetensors file held in memory; \p what names the source in error messages.
 SafetensorsFile parse_safetensors(std::span<const std::byte> bytes,
