@@ -5,8 +5,8 @@
 // dim with a Reshape ([B..., M, K] x [B..., K, N]), multiplies, and reshapes the [B..., M, N]
 // product to the output. No-op transposes and reshapes are not emitted, and a rhs (or lhs) whose
 // free and contracting groups are merely swapped uses MatMul's transpose flag instead of a
-// Transpose. Without batch dims, a single contracting dim and a single rhs free dim, the lhs free
-// dims stay separate (MatMul broadcasts them as batch dims), so [b, s, k] . [n, k] needs no
+// Transpose. Without batch dims, a single contracting dim and a single rhs free dim, several lhs
+// free dims stay separate (MatMul broadcasts them as batch dims), so [b, s, k] . [n, k] needs no
 // reshape even when b and s are symbolic. Otherwise a group of several dims must be static to be
 // merged; a symbolic one makes the node not lowerable (an error naming it).
 #include "rlx/compile/passes.hpp"
@@ -92,7 +92,7 @@ ir::NodeId lower_dot_general(ir::Builder& b, ir::NodeId id, const fusion::PassOp
     return transpose_b ? rhs : transpose_unless_identity(b, rhs, kn);
   };
 
-  if (lb.empty() && lc.size() == 1 && rf.size() == 1 && !lf.empty()) {
+  if (lb.empty() && lc.size() == 1 && rf.size() == 1 && lf.size() >= 2) {
     Dims lperm = concat({&lf, &lc});
     ir::NodeId l = transpose_unless_identity(b, lhs, lperm);
     bool tb = false;
