@@ -1,0 +1,354 @@
+// legalize_test.cpp: legalisation against claim sets. Every decomposition (and every alternative
+// form) is checked numerically against the reference interpreter in f32 and f64; chains of
+// decompositions, the dispatch report, and the unsupported-op error are tested too.
+#include "rlx/compile/legalize.hpp"
+#include "rlx/compile/passes.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/ir/error.hpp"
+#include "rlx/ir/text.hpp"
+#include "rlx/ir/verify.hpp"
+#include "testing/compile_testing.hpp"
+#include "testing/op_samples.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace rlx::compile {
+namespace {
+
+using ir::Builder;
+using ir::DType;
+using ir::Graph;
+using ir::NodeId;
+using ir::OpKind;
+using ir::Shape;
+using testing::claim_all_but;
+using testing::count_ops;
+
+double tolerance(DType t) {
+  return t == DType::f64 ? 1e-12 : 2e-6;
+}
+
+/// Legalises \p g against \p claims, expects it legal and equivalent to the original.
+DispatchReport legalize_and_check(const Graph& g, const ir::ClaimSet& claims, double tol) {
+  Graph out = g;
+  DispatchReport rep = legalize(out, claims, "test-subset");
+  ir::verify(out);
+  for (NodeId id : out.ids())
+    EXPECT_TRUE(ir::is_leaf(out.node(id).op) || claims.supports(out, id))
+        << ir::describe(out, id) << " left unsupported:\n"
+        << ir::print(out);
+  EXPECT_EQ(rep.total().unsupported, 0);
+  testing::expect_equivalent(g, out, tol);
+  return rep;
+}
+
+Graph unary_graph(OpKind op, DType t) {
+  Graph g("unary");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({4, 5}, t));
+  b.output(b.unary(op, x));
+  return g;
+}
+
+Graph binary_graph(OpKind op, DType t) {
+  Graph g("binary");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({4, 5}, t));
+  NodeId y = b.input("y", Shape::of({5}, t));
+  b.output(b.binary(op, x, y));
+  b.output(b.binary(op, y, x));
+  return g;
+}
+
+TEST(Legalize, UnaryDecompositions) {
+  for (OpKind op : {OpKind::Neg, OpKind::Abs, OpKind::Relu, OpKind::Reciprocal, OpKind::Rsqrt,
+                    OpKind::Sqrt, OpKind::Sigmoid, OpKind::Silu, OpKind::Gelu, OpKind::GeluTanh}) {
+    for (DType t : {DType::f32, DType::f64}) {
+      SCOPED_TRACE(std::string(ir::op_name(op)) + " " + std::string(ir::dtype_name(t)));
+      DispatchReport rep =
+          legalize_and_check(unary_graph(op, t), claim_all_but({op}), tolerance(t));
+      EXPECT_EQ(rep.by_op[op].rewritten, 1);
+      EXPECT_EQ(rep.by_op[op].native, 0);
+    }
+  }
+  for (OpKind op : {OpKind::Neg, OpKind::Abs, OpKind::Relu}) {
+    SCOPED_TRACE(std::string(ir::op_name(op)) + " i32");
+    legalize_and_check(unary_graph(op, DType::i32), claim_all_but({op}), 0);
+  }
+}
+
+TEST(Legalize, BinaryDecompositionsWithBroadcasting) {
+  for (OpKind op : {OpKind::Sub, OpKind::Div, OpKind::Maximum, OpKind::Minimum}) {
+    for (DType t : {DType::f32, DType::f64}) {
+      SCOPED_TRACE(std::string(ir::op_name(op)) + " " + std::string(ir::dtype_name(t)));
+      legalize_and_check(binary_graph(op, t), claim_all_but({op}), tolerance(t));
+    }
+  }
+  for (OpKind op : {OpKind::Sub, OpKind::Maximum, OpKind::Minimum}) {
+    SCOPED_TRACE(std::string(ir::op_name(op)) + " i32");
+    legalize_and_check(binary_graph(op, DType::i32), claim_all_but({op}), 0);
+  }
+}
+
+TEST(Legalize, AlternativeFormsAreChosenByWhatIsClaimed) {
+  struct Case {
+    OpKind op;
+    std::vector<OpKind> also_unclaimed;
+    OpKind must_appear;
+  };
+  const std::vector<Case> cases = {
+      {OpKind::Neg, {}, OpKind::Mul},      {OpKind::Neg, {OpKind::Mul}, OpKind::Sub},
+      {OpKind::Rsqrt, {}, OpKind::Div},    {OpKind::Rsqrt, {OpKind::Div}, OpKind::Reciprocal},
+      {OpKind::Silu, {}, OpKind::Sigmoid}, {OpKind::Silu, {OpKind::Sigmoid}, OpKind::Exp},
+  };
+  for (const Case& c : cases) {
+    for (DType t : {DType::f32, DType::f64}) {
+      SCOPED_TRACE(std::string(ir::op_name(c.op)) + " " + std::string(ir::dtype_name(t)));
+      ir::ClaimSet claims = claim_all_but({c.op});
+      for (OpKind k : c.also_unclaimed)
+        claims.unclaim(k);
+      Graph g = unary_graph(c.op, t);
+      Graph out = g;
+      legalize(out, claims, "alt");
+      EXPECT_GE(count_ops(out, c.must_appear), 1) << ir::print(out);
+      testing::expect_equivalent(g, out, tolerance(t));
+    }
+  }
+}
+
+TEST(Legalize, SoftmaxFamilyAndNorms) {
+  for (DType t : {DType::f32, DType::f64}) {
+    SCOPED_TRACE(std::string(ir::dtype_name(t)));
+    for (std::int64_t axis : {0, 1, -1}) {
+      Graph g("softmax");
+      Builder b(g);
+      NodeId x = b.input("x", Shape::of({3, 4, 5}, t));
+      b.output(b.softmax(x, axis));
+      b.output(b.log_softmax(x, axis));
+      DispatchReport rep =
+          legalize_and_check(g, claim_all_but({OpKind::Softmax, OpKind::LogSoftmax}), tolerance(t));
+      EXPECT_EQ(rep.by_op[OpKind::Softmax].rewritten, 1);
+      EXPECT_EQ(rep.by_op[OpKind::LogSoftmax].rewritten, 1);
+    }
+    Graph g("norms");
+    Builder b(g);
+    NodeId x = b.input("x", Shape::of({3, 8}, t));
+    NodeId gamma = b.param("gamma", Shape::of({8}, t));
+    NodeId beta = b.param("beta", Shape::of({8}, t));
+    b.output(b.layer_norm(x, gamma, beta, 1e-5));
+    b.output(b.layer_norm(x, gamma, NodeId{}, 1e-3));
+    b.output(b.rms_norm(x, gamma, 1e-6));
+    DispatchReport rep =
+        legalize_and_check(g, claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm}), tolerance(t));
+    EXPECT_EQ(rep.by_op[OpKind::LayerNorm].rewritten, 2);
+    EXPECT_EQ(rep.by_op[OpKind::RmsNorm].rewritten, 1);
+  }
+}
+
+TEST(Legalize, SoftmaxCrossEntropy) {
+  for (DType t : {DType::f32, DType::f64}) {
+    for (DType lt : {DType::i32, DType::i64}) {
+      Graph g("sce");
+      Builder b(g);
+      NodeId logits = b.input("logits", Shape({ir::Dim::sym("n"), 6}, t));
+      NodeId labels = b.input("labels", Shape({ir::Dim::sym("n")}, lt));
+      b.output(b.softmax_cross_entropy(logits, labels));
+      legalize_and_check(g, claim_all_but({OpKind::SoftmaxCrossEntropy}), tolerance(t));
+    }
+  }
+}
+
+TEST(Legalize, ExpandInEveryKindOfDtype) {
+  for (DType t : {DType::f32, DType::f64, DType::i32, DType::boolean}) {
+    SCOPED_TRACE(std::string(ir::dtype_name(t)));
+    Graph g("expand");
+    Builder b(g);
+    NodeId x = b.input("x", Shape::of({3, 1}, t));
+    b.output(b.expand(x, {2, 3, 4}));
+    legalize_and_check(g, claim_all_but({OpKind::Expand}), 0);
+  }
+}
+
+TEST(Legalize, QuantizationForms) {
+  for (bool per_channel : {false, true}) {
+    SCOPED_TRACE(per_channel ? "per-channel" : "per-tensor");
+    ir::QuantAttrs q;
+    if (per_channel) {
+      q.axis = 1;
+      q.scales = {0.02, 0.05, 0.1};
+      q.zero_points = {0, 3, -2};
+    } else {
+      q.scales = {0.03};
+      q.zero_points = {1};
+    }
+    Graph g("quant");
+    Builder b(g);
+    NodeId x = b.input("x", Shape::of({2, 3, 4}));
+    NodeId qi = b.input("q", Shape::of({2, 3, 4}, DType::i8));
+    b.output(b.fake_quantize(x, q));
+    b.output(b.dequantize(qi, q));
+    // Exact through the f64 form.
+    legalize_and_check(g, claim_all_but({OpKind::FakeQuantize, OpKind::Dequantize}), 0);
+    // With f64 arithmetic unclaimed the f32 form is taken: the scale rounds to f32 first.
+    ir::ClaimSet f32_only = claim_all_but(
+        {OpKind::FakeQuantize, OpKind::Dequantize, OpKind::Sub, OpKind::Mul, OpKind::Cast});
+    f32_only.claim(OpKind::Sub, {DType::f32});
+    f32_only.claim(OpKind::Mul, {DType::f32});
+    f32_only.claim(OpKind::Cast, {DType::f32, DType::i8});
+    // Two f32 roundings (the scale, then the product): within 2 ulps of the reference.
+    legalize_and_check(g, f32_only, 3e-7);
+  }
+}
+
+TEST(Legalize, FakeQuantizeOfOtherFloatTypesHasNoExactForm) {
+  Graph g("fq64");
+  Builder b(g);
+  ir::QuantAttrs q;
+  q.scales = {0.1};
+  q.zero_points = {0};
+  b.output(b.fake_quantize(b.input("x", Shape::of({4}, DType::f64)), q));
+  try {
+    legalize(g, claim_all_but({OpKind::FakeQuantize}), "no-fq");
+    FAIL() << "f64 fake_quantize decomposed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fake_quantize %1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("only f32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Legalize, EverySampleOfADecomposableOpLegalises) {
+  // The rlx-ir sample graph of every op with a decomposition (HIR blocks, control flow, CustomFn,
+  // DotGeneral ... included) becomes legal for a backend claiming everything else, and computes
+  // the same values.
+  for (OpKind op : decomposable_ops()) {
+    SCOPED_TRACE(std::string(ir::op_name(op)));
+    Graph g = ir::testing::sample_graph(op);
+    Graph out = g;
+    ir::ClaimSet claims = claim_all_but({op});
+    DispatchReport rep = legalize_partial(out, claims, "all-but");
+    if (rep.total().unsupported > 0) {
+      // Only a sample whose dtype or sizes the decomposition cannot express may stay.
+      ADD_FAILURE() << rep.str();
+      continue;
+    }
+    EXPECT_EQ(count_ops(out, op), 0) << ir::print(out);
+    EXPECT_GE(rep.by_op[op].rewritten, 1);
+    testing::expect_equivalent(g, out, 1e-5);
+  }
+}
+
+TEST(Legalize, ChainsDecompositionsDownToASmallPrimitiveSet) {
+  // A backend with a minimal set: silu -> sigmoid -> div/exp/neg -> mul; gelu -> erf; layer_norm
+  // and softmax -> reductions.
+  ir::ClaimSet small;
+  for (OpKind k : {OpKind::Add, OpKind::Mul, OpKind::Div, OpKind::Exp, OpKind::Erf, OpKind::Sqrt,
+                   OpKind::Reduce, OpKind::MatMul, OpKind::Sub, OpKind::Log})
+    small.claim(k, {DType::f32});
+  Graph g("chain");
+  Builder b(g);
+  NodeId x = b.input("x", Shape({ir::Dim::sym("batch"), 8}));
+  NodeId w = b.param("w", Shape::of({8, 8}));
+  NodeId gamma = b.param("gamma", Shape::of({8}));
+  NodeId h = b.silu(b.matmul(x, w));
+  h = b.layer_norm(b.gelu(h), gamma, NodeId{}, 1e-5);
+  b.output(b.softmax(h, -1));
+  DispatchReport rep = legalize_and_check(g, small, 2e-6);
+  EXPECT_EQ(rep.backend, "test-subset");
+  EXPECT_EQ(rep.by_op[OpKind::Silu].rewritten, 1);
+  EXPECT_EQ(rep.by_op[OpKind::Sigmoid].rewritten, 1); // emitted by silu's decomposition
+  EXPECT_GE(rep.by_op[OpKind::Neg].rewritten, 1);     // emitted by sigmoid's
+  EXPECT_EQ(rep.by_op[OpKind::Gelu].rewritten, 1);
+  EXPECT_EQ(rep.by_op[OpKind::LayerNorm].rewritten, 1);
+  EXPECT_EQ(rep.by_op[OpKind::Softmax].rewritten, 1);
+  EXPECT_EQ(rep.by_op[OpKind::MatMul].native, 1);
+  EXPECT_EQ(rep.by_op[OpKind::Input].native, 1);
+  EXPECT_EQ(rep.total().unsupported, 0);
+  const std::string text = rep.str();
+  EXPECT_NE(text.find("dispatch on test-subset"), std::string::npos) << text;
+  EXPECT_NE(text.find("silu"), std::string::npos) << text;
+}
+
+TEST(Legalize, ClaimedGraphsAreLeftAloneAndCountedNative) {
+  Graph g = testing::mlp_hir();
+  Graph out = g;
+  DispatchReport rep = legalize(out, testing::claim_everything(), "all");
+  EXPECT_TRUE(out == g);
+  EXPECT_EQ(rep.total().rewritten, 0);
+  EXPECT_EQ(rep.total().native, static_cast<int>(g.size()));
+  EXPECT_EQ(rep.by_op[OpKind::Linear].native, 3);
+}
+
+TEST(Legalize, UnsupportedOpIsAnErrorNamingOpNodeAndBackend) {
+  Graph g("g");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({1, 2, 5, 5}));
+  NodeId w = b.param("w", Shape::of({3, 2, 3, 3}));
+  b.output(b.relu(b.conv2d(x, w, NodeId{}, ir::Conv2dAttrs{})));
+  try {
+    legalize(g, claim_all_but({OpKind::Conv2d}), "tiny-gpu");
+    FAIL() << "unsupported conv2d accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("backend 'tiny-gpu'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("conv2d %2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("no decomposition"), std::string::npos) << msg;
+  }
+  // The partial form reports instead of throwing.
+  Graph h = g;
+  DispatchReport rep = legalize_partial(h, claim_all_but({OpKind::Conv2d}), "tiny-gpu");
+  EXPECT_EQ(rep.by_op[OpKind::Conv2d].unsupported, 1);
+  ASSERT_EQ(rep.unsupported_nodes.size(), 1u);
+  EXPECT_NE(rep.str().find("unsupported: conv2d %2"), std::string::npos) << rep.str();
+}
+
+TEST(Legalize, ADecompositionNeedingAnUnclaimedPrimitiveNamesThatPrimitive) {
+  Graph g = unary_graph(OpKind::Gelu, DType::f32);
+  try {
+    legalize(g, claim_all_but({OpKind::Gelu, OpKind::Erf}), "no-erf");
+    FAIL() << "gelu without erf accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("erf %"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no-erf"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Legalize, DtypeClaimsCount) {
+  // exp claimed for f64 only: an f32 exp is unsupported (and has no decomposition).
+  ir::ClaimSet claims = testing::claim_everything();
+  claims.unclaim(OpKind::Exp);
+  claims.claim(OpKind::Exp, {DType::f64});
+  Graph g = unary_graph(OpKind::Exp, DType::f32);
+  EXPECT_THROW(legalize(g, claims, "f64-exp"), Error);
+  Graph h = unary_graph(OpKind::Exp, DType::f64);
+  EXPECT_NO_THROW(legalize(h, claims, "f64-exp"));
+}
+
+TEST(Legalize, DeadUnsupportedNodesDoNotMatter) {
+  Graph g("g");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({1, 2, 5, 5}));
+  NodeId w = b.param("w", Shape::of({3, 2, 3, 3}));
+  b.conv2d(x, w, NodeId{}, ir::Conv2dAttrs{}); // dead
+  b.output(b.relu(x));
+  EXPECT_NO_THROW(legalize(g, claim_all_but({OpKind::Conv2d}), "tiny"));
+}
+
+TEST(Legalize, AsAPassInAPipeline) {
+  Graph g = unary_graph(OpKind::Silu, DType::f32);
+  ir::ClaimSet claims = claim_all_but({OpKind::Silu});
+  fusion::PassContext ctx;
+  ctx.claims = &claims;
+  ctx.backend = "ctx-backend";
+  auto stats = run_pipeline(g, "legalize,dce", ctx);
+  EXPECT_TRUE(stats.at(0).changed);
+  EXPECT_EQ(count_ops(g, OpKind::Silu), 0);
+  // Without claims, legalize has nothing to check against and changes nothing.
+  Graph h = unary_graph(OpKind::Silu, DType::f32);
+  fusion::PassContext none;
+  EXPECT_FALSE(run_pipeline(h, "legalize", none).at(0).changed);
+}
+
+} // namespace
+} // namespace rlx::compile
