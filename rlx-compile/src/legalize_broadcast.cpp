@@ -48,8 +48,10 @@ bool LegalizeBroadcastPass::run(ir::Graph& g, fusion::PassContext& ctx) {
   const std::size_t n = g.size();
   for (std::uint32_t i = 0; i < n; ++i) {
     const ir::NodeId id(i);
-    if (ir::fusion_kind(g.node(id).op) != ir::FusionKind::broadcast || g.use_count(id) == 0)
-      continue;
+    const ir::OpKind op = g.node(id).op;
+    if (ir::fusion_kind(op) != ir::FusionKind::broadcast || ir::op_info(op).min_arity < 2 ||
+        g.use_count(id) == 0)
+      continue; // Expand is a broadcast op too, but it is the explicit form itself
     const ir::Node node = g.node(id);
     std::vector<ir::NodeId> ins = node.inputs;
     bool any = false;

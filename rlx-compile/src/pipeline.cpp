@@ -41,7 +41,17 @@ std::vector<std::string> CompilePipeline::pass_names() const {
   return names;
 }
 
+void CompilePipeline::verify_input(const ir::Graph& g) const {
+  try {
+    ir::verify(g);
+  } catch (const ir::VerifyError& e) {
+    throw ir::VerifyError("compile of graph '" + g.name() + "' for backend '" + backend_.name() +
+                          "': the input graph fails verification: " + e.what());
+  }
+}
+
 CompileResult CompilePipeline::run(const ir::Graph& g) const {
+  verify_input(g); // before Module::hir, which verifies too, so the message says where it failed
   return run(ir::Module::hir(g));
 }
 
@@ -51,12 +61,7 @@ CompileResult CompilePipeline::run(const ir::Module& m) const {
     throw Error("CompilePipeline: module '" + m.graph().name() +
                 "' is already LIR; compile its MIR instead");
   ir::Graph g = m.graph();
-  try {
-    ir::verify(g);
-  } catch (const ir::VerifyError& e) {
-    throw ir::VerifyError("compile of graph '" + g.name() + "' for backend '" + backend_.name() +
-                          "': the input graph fails verification: " + e.what());
-  }
+  verify_input(g);
 
   CompileResult r;
   fusion::PassContext ctx;

@@ -60,6 +60,7 @@ public:
   const CompileOptions& options() const { return opts_; }
 
 private:
+  void verify_input(const ir::Graph& g) const;
   const Backend& backend_;
   CompileOptions opts_;
   std::function<void(std::string_view, const ir::Graph&)> observer_;

@@ -1,0 +1,282 @@
+// pipeline_test.cpp: CompilePipeline end to end on the HIR BERT layer, LLaMA block and MLP, with
+// a backend that claims everything and one that claims a subset (legalisation), run through the
+// Backend API and compared with the reference interpreter on the original HIR; stage order,
+// timings, options, dumps and the errors of bad input.
+#include "rlx/compile/memory_plan.hpp"
+#include "rlx/compile/pipeline.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/ir/error.hpp"
+#include "rlx/ir/hir.hpp"
+#include "rlx/ir/reference.hpp"
+#include "rlx/ir/text.hpp"
+#include "testing/compile_testing.hpp"
+#include "testing/op_samples.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+namespace rlx::compile {
+namespace {
+
+using ir::Builder;
+using ir::DType;
+using ir::Graph;
+using ir::NodeId;
+using ir::OpKind;
+using ir::Shape;
+using testing::claim_all_but;
+using testing::count_ops;
+using testing::TestBackend;
+
+/// The bindings the random inputs use (every symbol = ir::testing::kSymbolSize).
+CompileOptions bound_options() {
+  CompileOptions o;
+  o.bindings = {{"batch", ir::testing::kSymbolSize}, {"seq", ir::testing::kSymbolSize}};
+  return o;
+}
+
+/// Compiles \p hir for \p backend, runs the executable through the Backend API on random inputs
+/// and params, and expects the reference interpreter's values of the original HIR graph.
+CompileResult compile_and_compare(const Graph& hir, const Backend& backend, double tol,
+                                  CompileOptions opts = bound_options()) {
+  CompilePipeline pipe(backend, std::move(opts));
+  CompileResult r = pipe.run(hir);
+  EXPECT_EQ(r.lir.stage(), ir::Stage::lir);
+  EXPECT_FALSE(ir::has_hir_ops(r.lir.graph()));
+  EXPECT_TRUE(r.lir.graph().symbols().empty());
+  check_memory_plan(r.lir.graph(), r.lir.plan());
+  auto in = ir::testing::random_inputs(hir, 5);
+  auto params = ir::testing::random_params(hir, 5);
+  std::vector<ir::Tensor> want = ir::reference::evaluate(hir, in, params);
+  std::unique_ptr<Executable> exe = backend.compile(r.lir);
+  for (const auto& [name, t] : in)
+    exe->set_input(name, t);
+  for (const auto& [name, t] : params)
+    if (r.lir.graph().find_leaf(name, /*param=*/true).valid())
+      exe->set_param(name, t);
+  exe->execute();
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ir::Tensor got = exe->output(i);
+    EXPECT_EQ(got.shape(), want[i].shape());
+    double scale = 0;
+    for (std::int64_t k = 0; k < want[i].numel(); ++k)
+      scale = std::max(scale, std::fabs(want[i].get_f64(k)));
+    EXPECT_LE(ir::max_abs_diff(got, want[i]), tol * (1 + scale)) << "output " << i;
+  }
+  return r;
+}
+
+/// A backend without the composite ops the models lower to: layer / RMS norm, softmax, GELU,
+/// SiLU, rsqrt and the HIR blocks. Legalisation must decompose them.
+TestBackend subset_backend() {
+  return TestBackend("test-subset",
+                     claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax,
+                                    OpKind::Gelu, OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt}));
+}
+
+TEST(Pipeline, StageOrder) {
+  TestBackend full;
+  CompilePipeline pipe(full);
+  EXPECT_EQ(pipe.pass_names(),
+            (std::vector<std::string>{"lower-hir", "const-fold", "simplify", "cse", "legalize",
+                                      "dce", "bind-symbols", "memory-plan"}));
+  CompileOptions o;
+  o.fold_constants = false;
+  o.specialize_params["w"] = ir::Tensor::scalar<float>(1);
+  TestBackend explicit_bc("explicit", testing::claim_everything(), fusion::BroadcastPolicy::none);
+  EXPECT_EQ(
+      CompilePipeline(explicit_bc, o).pass_names(),
+      (std::vector<std::string>{"lower-hir", "specialize-params", "simplify", "cse", "legalize",
+                                "legalize-broadcast", "dce", "bind-symbols", "memory-plan"}));
+}
+
+TEST(Pipeline, BertLayerOnAFullBackend) {
+  TestBackend full;
+  CompileResult r =
+      compile_and_compare(testing::bert_hir(2, 16, 2, 32, /*padding_mask=*/true), full, 1e-5);
+  EXPECT_EQ(r.dispatch.backend, "test-all");
+  EXPECT_EQ(r.dispatch.total().rewritten, 0);
+  EXPECT_EQ(r.dispatch.total().unsupported, 0);
+  EXPECT_GE(count_ops(r.lir.graph(), OpKind::Attention), 2);
+  // per-pass timings, in the order of pass_names()
+  CompilePipeline pipe(full, bound_options());
+  ASSERT_EQ(r.passes.size(), pipe.pass_names().size());
+  for (std::size_t i = 0; i < r.passes.size(); ++i) {
+    EXPECT_EQ(r.passes[i].name, pipe.pass_names()[i]);
+    EXPECT_GE(r.passes[i].ms, 0.0);
+  }
+  EXPECT_TRUE(r.passes[0].changed); // lower-hir
+  EXPECT_GT(r.total_ms, 0.0);
+  EXPECT_GT(r.lir.plan().arena_size, 0);
+}
+
+TEST(Pipeline, BertLayerOnASubsetBackend) {
+  TestBackend subset = subset_backend();
+  CompileResult r = compile_and_compare(testing::bert_hir(1, 16, 2, 32), subset, 1e-5);
+  EXPECT_GE(r.dispatch.by_op[OpKind::LayerNorm].rewritten, 2);
+  EXPECT_GE(r.dispatch.by_op[OpKind::Gelu].rewritten, 1);
+  EXPECT_EQ(count_ops(r.lir.graph(), OpKind::LayerNorm), 0);
+  EXPECT_EQ(r.dispatch.total().unsupported, 0);
+}
+
+TEST(Pipeline, LlamaBlocksOnBothBackends) {
+  TestBackend full;
+  compile_and_compare(testing::llama_hir(2), full, 1e-5);
+  TestBackend subset = subset_backend();
+  CompileResult r = compile_and_compare(testing::llama_hir(2), subset, 1e-5);
+  EXPECT_GE(r.dispatch.by_op[OpKind::RmsNorm].rewritten, 4);
+  EXPECT_GE(r.dispatch.by_op[OpKind::Silu].rewritten, 2);
+  EXPECT_EQ(count_ops(r.lir.graph(), OpKind::RmsNorm), 0);
+}
+
+TEST(Pipeline, MlpOnBothBackendsAndInF64) {
+  TestBackend full;
+  compile_and_compare(testing::mlp_hir(), full, 1e-6);
+  compile_and_compare(testing::mlp_hir({8, 16, 4}, DType::f64), full, 1e-13);
+  TestBackend no_relu("no-relu", claim_all_but({OpKind::Relu}));
+  CompileResult r = compile_and_compare(testing::mlp_hir(), no_relu, 1e-6);
+  EXPECT_EQ(r.dispatch.by_op[OpKind::Relu].rewritten, 2);
+  EXPECT_EQ(count_ops(r.lir.graph(), OpKind::Maximum), 2);
+}
+
+TEST(Pipeline, MirModulesCompileToo) {
+  TestBackend full;
+  Graph mir = ir::lower_hir(testing::mlp_hir());
+  CompileResult r = CompilePipeline(full, bound_options()).run(ir::Module::mir(mir));
+  EXPECT_FALSE(r.passes[0].changed); // nothing to lower
+  EXPECT_EQ(r.lir.stage(), ir::Stage::lir);
+}
+
+TEST(Pipeline, SpecializedParamsLeaveTheInterface) {
+  Graph hir = testing::mlp_hir({4, 6, 3});
+  CompileOptions o = bound_options();
+  o.specialize_params = ir::testing::random_params(hir, 5); // the values compile_and_compare uses
+  TestBackend full;
+  CompileResult r = compile_and_compare(hir, full, 1e-6, o);
+  EXPECT_TRUE(r.lir.graph().params().empty());
+  EXPECT_GE(count_ops(r.lir.graph(), OpKind::Constant), 4);
+}
+
+TEST(Pipeline, ExplicitBroadcastBackend) {
+  TestBackend explicit_bc("explicit", testing::claim_everything(), fusion::BroadcastPolicy::none);
+  CompileResult r = compile_and_compare(testing::bert_hir(1, 16, 2, 32), explicit_bc, 1e-5);
+  EXPECT_GE(count_ops(r.lir.graph(), OpKind::Expand), 1);
+  const Graph& g = r.lir.graph();
+  for (NodeId id : g.ids()) {
+    const ir::Node& n = g.node(id);
+    if (ir::fusion_kind(n.op) != ir::FusionKind::broadcast || n.op == OpKind::Expand)
+      continue;
+    for (NodeId in : n.inputs)
+      EXPECT_EQ(g.shape(in).dims, n.shape.dims) << ir::describe(g, id);
+  }
+}
+
+TEST(Pipeline, ScratchIsPlanned) {
+  TestBackend scratchy("scratchy", testing::claim_everything(), fusion::BroadcastPolicy::implicit,
+                       4096);
+  CompileResult r = compile_and_compare(testing::mlp_hir(), scratchy, 1e-6);
+  EXPECT_EQ(r.lir.plan().scratch.size(), 3u);
+  for (const auto& s : r.lir.plan().scratch)
+    EXPECT_EQ(s.bytes, 4096);
+}
+
+TEST(Pipeline, DumpsEveryStageWhenAsked) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("rlx_pipe_dump_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ::setenv("RLX_IR_DUMP", dir.c_str(), 1);
+  TestBackend full;
+  CompilePipeline(full, bound_options()).run(testing::mlp_hir());
+  ::unsetenv("RLX_IR_DUMP");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 8u); // input + 7 graph passes
+  EXPECT_EQ(files.front(), "mlp.00.input.ir");
+  EXPECT_EQ(files.back(), "mlp.07.bind-symbols.ir");
+  fs::remove_all(dir);
+}
+
+// ---- bad input -------------------------------------------------------------------------------
+
+TEST(PipelineErrors, InputThatFailsVerification) {
+  Graph g("bad");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({2, 3}));
+  // A node whose recorded type is not what its op derives.
+  g.add_output(g.add_unchecked(ir::Node{OpKind::Relu, {x}, ir::NoAttrs{}, Shape::of({3, 2}), ""}));
+  TestBackend full;
+  try {
+    CompilePipeline(full).run(g);
+    FAIL() << "invalid graph compiled";
+  } catch (const ir::VerifyError& e) {
+    EXPECT_NE(std::string(e.what()).find("input graph fails verification"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("relu %1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PipelineErrors, CyclicEdge) {
+  Graph g("cyclic");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({3}));
+  NodeId a = b.exp(x);
+  NodeId c = b.neg(a);
+  b.output(c);
+  g.set_input(a, 0, c); // exp now reads neg, which reads exp
+  TestBackend full;
+  try {
+    CompilePipeline(full).run(g);
+    FAIL() << "cyclic graph compiled";
+  } catch (const ir::VerifyError& e) {
+    EXPECT_NE(std::string(e.what()).find("exp %1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PipelineErrors, DanglingEdgeInTextIsAParseError) {
+  EXPECT_THROW(ir::parse("graph @g {\n"
+                         "  %0 = input[name=\"x\", shape=[3] f32] : [3] f32\n"
+                         "  %1 = exp(%7) : [3] f32\n"
+                         "  return %1\n"
+                         "}"),
+               ir::ParseError);
+}
+
+TEST(PipelineErrors, UnboundSymbols) {
+  TestBackend full;
+  CompileOptions o;
+  o.bindings = {{"batch", 2}};
+  try {
+    CompilePipeline(full, o).run(testing::bert_hir());
+    FAIL() << "unbound seq accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unbound symbols 'seq'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PipelineErrors, UnsupportedOpNamesOpNodeAndBackend) {
+  TestBackend no_attention("no-attention", claim_all_but({OpKind::Attention}));
+  try {
+    CompilePipeline(no_attention, bound_options()).run(testing::llama_hir());
+    FAIL() << "unsupported attention accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("pass 'legalize'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("backend 'no-attention'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("attention %"), std::string::npos) << msg;
+  }
+}
+
+TEST(PipelineErrors, LirModulesAreRejected) {
+  TestBackend full;
+  CompileResult r = CompilePipeline(full, bound_options()).run(testing::mlp_hir());
+  EXPECT_THROW(CompilePipeline(full).run(r.lir), Error);
+}
+
+} // namespace
+} // namespace rlx::compile
