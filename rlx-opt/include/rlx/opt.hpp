@@ -1,11 +1,15 @@
 // opt.hpp: the rlx-opt umbrella header, re-exporting the optimisation packages under rlx::opt.
 #pragma once
 
+#include "rlx/compile/backend.hpp"
 #include "rlx/compile/inspect.hpp"
 #include "rlx/compile/legalize.hpp"
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/compile/passes.hpp"
 #include "rlx/compile/pipeline.hpp"
+#include "rlx/compile/svg.hpp"
+#include "rlx/fusion/fusion_passes.hpp"
+#include "rlx/fusion/node_key.hpp"
 #include "rlx/fusion/pass.hpp"
 #include "rlx/fusion/pattern.hpp"
 #include "rlx/fusion/report.hpp"
