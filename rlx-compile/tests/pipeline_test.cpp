@@ -3,6 +3,7 @@
 // Backend API and compared with the reference interpreter on the original HIR; stage order,
 // timings, options, dumps and the errors of bad input.
 #include "rlx/compile/memory_plan.hpp"
+#include "rlx/compile/passes.hpp"
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
@@ -200,6 +201,30 @@ TEST(Pipeline, DumpsEveryStageWhenAsked) {
   EXPECT_EQ(files.front(), "mlp.00.input.ir");
   EXPECT_EQ(files.back(), "mlp.07.bind-symbols.ir");
   fs::remove_all(dir);
+}
+
+TEST(Pipeline, EveryPassAloneKeepsTheModelsValues) {
+  // Each pass on the lowered BERT layer (with padding mask), LLaMA blocks and MLP, checked against
+  // the HIR original with the reference interpreter.
+  const ir::ClaimSet subset = subset_backend().claims();
+  const ir::Bindings sizes{{"batch", ir::testing::kSymbolSize}, {"seq", ir::testing::kSymbolSize}};
+  for (const Graph& hir : {testing::bert_hir(1, 16, 2, 32, /*padding_mask=*/true),
+                           testing::llama_hir(2), testing::mlp_hir()}) {
+    const Graph mir = ir::lower_hir(hir);
+    for (const char* pass : {"const-fold", "simplify", "cse", "dce", "lower-control-flow",
+                             "lower-dot-general", "legalize-broadcast", "legalize", "bind-symbols",
+                             "const-fold,simplify,cse,legalize,legalize-broadcast,dce"}) {
+      SCOPED_TRACE(hir.name() + ": " + pass);
+      Graph g = mir;
+      fusion::PassContext ctx;
+      ctx.claims = &subset;
+      ctx.backend = "subset";
+      ctx.bindings = &sizes;
+      ctx.options.broadcast = fusion::BroadcastPolicy::none;
+      run_pipeline(g, pass, ctx);
+      testing::expect_equivalent(hir, g, 1e-5);
+    }
+  }
 }
 
 // ---- bad input -------------------------------------------------------------------------------

@@ -120,6 +120,7 @@ PassManagerOptions PassManagerOptions::from_env() {
     o.verify = true;
   if (const char* d = std::getenv("RLX_IR_DUMP"))
     o.dump_dir = d;
+  o.print_passes = env_flag("RLX_PRINT_PASSES");
   return o;
 }
 
@@ -200,6 +201,10 @@ bool PassManager::run(ir::Graph& g, PassContext& ctx) {
     st.nodes_after = g.size();
     stats_.push_back(st);
     any = any || st.changed;
+    if (opts_.print_passes)
+      std::fprintf(stderr, "rlx pass %-20s %9.3f ms  %-9s %6zu -> %zu nodes  (graph '%s')\n",
+                   name.c_str(), st.ms, st.changed ? "changed" : "unchanged", st.nodes_before,
+                   st.nodes_after, g.name().c_str());
     if (opts_.verify) {
       try {
         ir::verify(g);

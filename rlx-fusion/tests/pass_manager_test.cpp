@@ -218,6 +218,22 @@ TEST(PassManager, PassErrorsArePrefixedWithThePassNameAndKeepTheirType) {
   }
 }
 
+TEST(PassManager, PrintsOneLinePerPassWhenAsked) {
+  PassRegistry r = test_registry();
+  PassManagerOptions o = quiet();
+  o.print_passes = true;
+  PassManager pm(o);
+  pm.add(r, parse_pipeline("wrap-neg,nop"));
+  Graph g = small_graph();
+  PassContext ctx;
+  ::testing::internal::CaptureStderr();
+  pm.run(g, ctx);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("rlx pass wrap-neg"), std::string::npos) << err;
+  EXPECT_NE(err.find("changed        3 -> 4 nodes  (graph 'small')"), std::string::npos) << err;
+  EXPECT_NE(err.find("rlx pass nop"), std::string::npos) << err;
+}
+
 TEST(PassManager, FixedPointRepeatsUntilNoChange) {
   int runs = 0;
   PassManager pm(quiet());
@@ -273,13 +289,17 @@ TEST(PassManager, DumpToAnUnwritablePlaceIsAClearError) {
 TEST(PassManager, EnvironmentControlsVerificationAndDumps) {
   ::setenv("RLX_VERIFY", "1", 1);
   ::setenv("RLX_IR_DUMP", "/tmp/somewhere", 1);
+  ::setenv("RLX_PRINT_PASSES", "on", 1);
   PassManagerOptions o = PassManagerOptions::from_env();
   EXPECT_TRUE(o.verify);
   EXPECT_EQ(o.dump_dir, "/tmp/somewhere");
+  EXPECT_TRUE(o.print_passes);
   ::unsetenv("RLX_VERIFY");
   ::unsetenv("RLX_IR_DUMP");
+  ::unsetenv("RLX_PRINT_PASSES");
   o = PassManagerOptions::from_env();
   EXPECT_TRUE(o.dump_dir.empty());
+  EXPECT_FALSE(o.print_passes);
 #ifdef NDEBUG
   EXPECT_FALSE(o.verify);
 #else

@@ -6,7 +6,8 @@
 // owns the cross-cutting debugging: it verifies the graph after every pass (in debug builds, and in
 // release builds when RLX_VERIFY=1) and throws a VerifyError naming the pass that broke it, dumps
 // the text IR of every stage to files when RLX_IR_DUMP=<dir>, and records each pass's wall time,
-// whether it changed the graph and the node counts before and after. No pass prints anything.
+// whether it changed the graph and the node counts before and after (printed to stderr when
+// RLX_PRINT_PASSES=1). No pass prints anything itself.
 #pragma once
 
 #include "rlx/ir/claims.hpp"
@@ -101,11 +102,14 @@ struct PassManagerOptions {
   bool verify = false;
   /// Directory to write every stage's text IR into ("" = no dump; RLX_IR_DUMP).
   std::string dump_dir;
+  /// Print one statistics line per pass to stderr as it finishes (RLX_PRINT_PASSES).
+  bool print_passes = false;
   /// Called with (pass name, graph) after every pass and once before the first with name "input";
   /// inspect_pipeline collects the stages through it.
   std::function<void(std::string_view, const ir::Graph&)> observer;
 
-  /// The defaults: verify in debug builds or when RLX_VERIFY is 1/true/on; dump to RLX_IR_DUMP.
+  /// The defaults: verify in debug builds or when RLX_VERIFY is 1/true/on; dump to RLX_IR_DUMP;
+  /// print pass statistics when RLX_PRINT_PASSES is 1/true/on.
   static PassManagerOptions from_env();
 };
 
