@@ -221,11 +221,12 @@ TEST(Legalize, FakeQuantizeOfOtherFloatTypesHasNoExactForm) {
 TEST(Legalize, EverySampleOfADecomposableOpLegalises) {
   // The rlx-ir sample graph of every op with a decomposition (HIR blocks, control flow, CustomFn,
   // DotGeneral ... included) becomes legal for a backend claiming everything else, and computes
-  // the same values.
+  // the same values. Symbols are bound first (the pipeline legalises symbolic graphs too, but
+  // rope's tables and causal masks need static sequence lengths).
   for (OpKind op : decomposable_ops()) {
     SCOPED_TRACE(std::string(ir::op_name(op)));
     Graph g = ir::testing::sample_graph(op);
-    Graph out = g;
+    Graph out = g.bind(ir::testing::sample_bindings(g));
     ir::ClaimSet claims = claim_all_but({op});
     DispatchReport rep = legalize_partial(out, claims, "all-but");
     if (rep.total().unsupported > 0) {
@@ -236,6 +237,79 @@ TEST(Legalize, EverySampleOfADecomposableOpLegalises) {
     EXPECT_EQ(count_ops(out, op), 0) << ir::print(out);
     EXPECT_GE(rep.by_op[op].rewritten, 1);
     testing::expect_equivalent(g, out, 1e-5);
+  }
+}
+
+TEST(Legalize, AttentionInEveryConfiguration) {
+  // Both layouts, GQA, every mask kind, explicit scale and softcap; f64 to compare tightly. The
+  // random 0/1 padding mask leaves some rows fully masked (value 0 in the reference).
+  const std::int64_t B = 2, S = 5, T = 6, H = 4, D = 3;
+  for (auto layout : {ir::AttnLayout::bshd, ir::AttnLayout::bhsd})
+    for (std::int64_t kvh : {4, 2, 1})
+      for (auto mask : {ir::MaskKind::none, ir::MaskKind::causal, ir::MaskKind::sliding_window,
+                        ir::MaskKind::padding, ir::MaskKind::bias})
+        for (bool extras : {false, true}) {
+          SCOPED_TRACE(std::to_string(static_cast<int>(layout)) + " kv " + std::to_string(kvh) +
+                       " mask " + std::to_string(static_cast<int>(mask)) +
+                       (extras ? " scale+softcap" : ""));
+          auto shape = [&](std::int64_t s, std::int64_t h) {
+            return layout == ir::AttnLayout::bshd ? Shape::of({B, s, h, D}, DType::f64)
+                                                  : Shape::of({B, h, s, D}, DType::f64);
+          };
+          Graph g("attn");
+          Builder b(g);
+          NodeId q = b.input("q", shape(S, H));
+          NodeId k = b.input("k", shape(T, kvh));
+          NodeId v = b.input("v", shape(T, kvh));
+          ir::AttentionAttrs a;
+          a.layout = layout;
+          a.num_heads = H;
+          a.num_kv_heads = kvh;
+          a.mask = mask;
+          a.window = 2;
+          if (extras) {
+            a.scale = 0.7;
+            a.softcap = 1.5;
+          }
+          NodeId m;
+          if (mask == ir::MaskKind::padding)
+            m = b.input("pad", Shape::of({B, T}, DType::f64));
+          else if (mask == ir::MaskKind::bias)
+            m = b.input("bias", Shape::of({1, H, 1, T}, DType::f64));
+          b.output(b.attention(q, k, v, a, m));
+          legalize_and_check(g, claim_all_but({OpKind::Attention}), 1e-12);
+        }
+}
+
+TEST(Legalize, RopeInEveryConfiguration) {
+  for (auto layout : {ir::AttnLayout::bshd, ir::AttnLayout::bhsd})
+    for (auto style : {ir::RopeStyle::half, ir::RopeStyle::interleaved})
+      for (std::int64_t n_rot : {0, 4})
+        for (DType t : {DType::f32, DType::f64}) {
+          SCOPED_TRACE(std::to_string(static_cast<int>(layout)) + " style " +
+                       std::to_string(static_cast<int>(style)) + " n_rot " + std::to_string(n_rot));
+          Graph g("rope");
+          Builder b(g);
+          Shape s = layout == ir::AttnLayout::bshd ? Shape::of({2, 5, 3, 8}, t)
+                                                   : Shape::of({2, 3, 5, 8}, t);
+          ir::RopeAttrs a;
+          a.layout = layout;
+          a.style = style;
+          a.n_rot = n_rot;
+          a.position_offset = 3;
+          a.theta = 500;
+          b.output(b.rope(b.input("x", s), a));
+          legalize_and_check(g, claim_all_but({OpKind::Rope}), tolerance(t));
+        }
+  // A symbolic sequence length has no constant tables: a clear error.
+  Graph g("rope_sym");
+  Builder b(g);
+  b.output(b.rope(b.input("x", Shape({1, ir::Dim::sym("seq"), 2, 4})), ir::RopeAttrs{}));
+  try {
+    legalize(g, claim_all_but({OpKind::Rope}), "no-rope");
+    FAIL() << "symbolic rope decomposed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bind it first"), std::string::npos) << e.what();
   }
 }
 
