@@ -1,0 +1,69 @@
+// session.hpp: Session, the front door of the runtime: compile graphs for one device.
+#pragma once
+
+#include "rlx/compile/backend.hpp"
+#include "rlx/cpu/backend.hpp"
+#include "rlx/ir/graph.hpp"
+#include "rlx/ir/module.hpp"
+#include "rlx/runtime/backend_registry.hpp"
+#include "rlx/runtime/compile_cache.hpp"
+#include "rlx/runtime/device.hpp"
+#include "rlx/runtime/executable.hpp"
+
+#include <memory>
+
+namespace rlx::runtime {
+
+/// Options of one compile (part of the compile-cache key).
+struct CompileOptions {
+  bool fold_constants = true; ///< run constant folding
+  bool fuse = true;           ///< run the fusion passes the backend's claims allow
+  /// Sizes for some or all symbols fixed at compile time. When they bind every symbol of the
+  /// graph, Session::compile compiles that variant at once (so errors show there); inputs of
+  /// other sizes are then an error.
+  ir::Bindings bindings;
+};
+
+/// Options of a Session.
+struct SessionOptions {
+  /// The backends to use; when empty, builtin_backends(cpu).
+  BackendRegistry backends;
+  /// Options of the builtin CPU backend (ignored when `backends` is given).
+  cpu::CpuOptions cpu;
+  /// The compile cache; null gives the session a cache of its own. Sessions may share one.
+  std::shared_ptr<CompileCache> cache;
+};
+
+namespace detail {
+struct SessionState;
+} // namespace detail
+
+/// Compiles graphs for one device. Executables keep what they need of the session alive, so they
+/// may outlive it.
+class Session {
+public:
+  /// A session on \p device; throws Error when no registered backend can drive it.
+  explicit Session(Device device = Device::cpu(), SessionOptions opts = {});
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  /// The session's device.
+  const Device& device() const;
+  /// The backend the session compiles for.
+  const compile::Backend& backend() const;
+  /// The compile cache (shared with any session given the same one).
+  CompileCache& cache() const;
+
+  /// Compiles a HIR or MIR graph. The graph is verified at once; static graphs (or graphs whose
+  /// symbols \p opts binds) are compiled at once, symbolic ones per binding when they run.
+  /// Throws Error naming the node on an invalid graph or an op the backend cannot run.
+  Executable compile(const ir::Graph& g, const CompileOptions& opts = {}) const;
+  /// Compiles a HIR or MIR module (an LIR module is already compiled: an Error).
+  Executable compile(const ir::Module& m, const CompileOptions& opts = {}) const;
+
+private:
+  std::shared_ptr<detail::SessionState> state_;
+};
+
+} // namespace rlx::runtime

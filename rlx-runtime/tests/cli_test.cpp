@@ -1,0 +1,199 @@
+// cli_test.cpp: the built `rlx` command: exit codes and the one-line error convention for bad
+// flags, missing files, missing weights and shape mismatches; and what each subcommand writes.
+#include "rlx/runtime/runtime.hpp"
+
+#include "rlx/ir/json.hpp"
+#include "rlx/ir/reference.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#ifndef RLX_CLI_PATH
+#error "RLX_CLI_PATH must name the built rlx executable"
+#endif
+
+namespace rlx::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// What one run of the command did.
+struct Result {
+  int status = -1;
+  std::string out, err;
+  /// The number of lines on stderr.
+  std::size_t err_lines() const {
+    return static_cast<std::size_t>(std::count(err.begin(), err.end(), '\n'));
+  }
+};
+
+class Cli : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ =
+        fs::temp_directory_path() /
+        ("rlx_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static std::string slurp(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  /// Runs `rlx <args>` with stdout and stderr captured.
+  Result rlx(const std::string& args) const {
+    const std::string cmd =
+        std::string(RLX_CLI_PATH) + " " + args + " >" + path("stdout") + " 2>" + path("stderr");
+    const int raw = std::system(cmd.c_str());
+    Result r;
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = slurp(path("stdout"));
+    r.err = slurp(path("stderr"));
+    return r;
+  }
+
+  /// Expects a failure with \p status and one stderr line holding \p text.
+  void expect_error(const std::string& args, int status, const std::string& text) const {
+    Result r = rlx(args);
+    EXPECT_EQ(r.status, status) << args << "\n" << r.err;
+    EXPECT_EQ(r.err_lines(), 1u) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("rlx: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(text), std::string::npos) << args << "\n" << r.err;
+  }
+
+  fs::path dir_;
+};
+
+const char* kTinyMlp = "--model mlp --dims 4,3,2";
+
+TEST_F(Cli, HelpAndVersionSucceed) {
+  Result r = rlx("--help");
+  EXPECT_EQ(r.status, 0);
+  for (const char* cmd : {"demo", "run", "inspect", "bench", "export"})
+    EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+  EXPECT_EQ(rlx("run --help").status, 0);
+  EXPECT_EQ(rlx("--version").status, 0);
+}
+
+TEST_F(Cli, BadCommandLinesExitTwoWithOneLine) {
+  expect_error("", 2, "subcommand");
+  expect_error("frobnicate", 2, "subcommand");
+  expect_error("run --bogus", 2, "--bogus");
+  expect_error("run --layers abc", 2, "--layers");
+  expect_error("run --model gpt", 2, "gpt");
+  expect_error("bench --runs 0", 2, "--runs");
+}
+
+TEST_F(Cli, BadInputsExitOneWithOneLine) {
+  expect_error(std::string("run ") + kTinyMlp + " --weights " + path("none.safetensors"), 1,
+               "none.safetensors");
+  expect_error(std::string("run ") + kTinyMlp + " --input x", 1, "expects name=file.npy");
+  expect_error(std::string("run ") + kTinyMlp + " --input x=" + path("none.npy"), 1, "none.npy");
+  expect_error(std::string("run ") + kTinyMlp, 1, "missing input 'x'");
+  expect_error(std::string("run ") + kTinyMlp + " --input q=" + path("a.npy"), 1, "no input 'q'");
+  expect_error("run --model bert --hidden 100", 1, "give --heads");
+  expect_error("run --model llama --heads 5", 1, "multiple of heads");
+  expect_error("run --model mlp --layers 3", 1, "--dims");
+  expect_error("run --model bert --device opencl", 1, "no backend for device 'opencl'");
+  expect_error("run --graph " + path("none.json"), 1, "none.json");
+}
+
+TEST_F(Cli, ShapeMismatchAndMissingWeightsAreOneLine) {
+  write_npy(path("x.npy"), ir::Tensor(ir::Shape::of({2, 5})));
+  expect_error(std::string("run ") + kTinyMlp + " --input x=" + path("x.npy"), 1, "input 'x'");
+  write_npy(path("x.npy"), ir::Tensor(ir::Shape::of({2, 4})));
+  expect_error(std::string("run ") + kTinyMlp + " --batch 3 --input x=" + path("x.npy"), 1,
+               "symbol 'batch' is fixed to 3");
+  TensorMap w = init_params(build_mlp({.dims = {4, 3, 2}}), 0);
+  w.erase("fc2.bias");
+  write_safetensors(path("w.safetensors"), w);
+  expect_error(std::string("run ") + kTinyMlp + " --input x=" + path("x.npy") + " --weights " +
+                   path("w.safetensors"),
+               1, "1 missing: fc2.bias");
+  std::ofstream(path("corrupt.safetensors")) << "garbage";
+  expect_error(std::string("run ") + kTinyMlp + " --input x=" + path("x.npy") + " --weights " +
+                   path("corrupt.safetensors"),
+               1, "truncated");
+}
+
+TEST_F(Cli, RunWritesOutputsThatMatchTheReference) {
+  MlpConfig c;
+  c.dims = {4, 3, 2};
+  ir::Graph g = build_mlp(c);
+  TensorMap params = init_params(g, 5);
+  write_safetensors(path("w.safetensors"), params);
+  TensorMap in = random_inputs(g, {{"batch", 3}}, 6);
+  write_npy(path("x.npy"), in.at("x"));
+  Result r = rlx(std::string("run ") + kTinyMlp + " --weights " + path("w.safetensors") +
+                 " --input x=" + path("x.npy") + " --output y=" + path("y.npy"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  ir::Tensor want = ir::reference::evaluate(g, in, params).at(0);
+  EXPECT_LT(ir::max_abs_diff(read_npy(path("y.npy")), want), 1e-5);
+  r = rlx(std::string("run ") + kTinyMlp + " --weights " + path("w.safetensors") +
+          " --input x=" + path("x.npy") + " --output-dir " + path("outs") + " --quiet");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(read_npy(path("outs/y.npy")).identical(read_npy(path("y.npy"))));
+  // Seeded weights when none are given: the same as init_params with --seed.
+  r = rlx(std::string("run ") + kTinyMlp + " --seed 5 --input x=" + path("x.npy") +
+          " --output y=" + path("y2.npy"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(ir::max_abs_diff(read_npy(path("y2.npy")), want), 1e-5);
+}
+
+TEST_F(Cli, ExportWritesTheGraphJson) {
+  Result r = rlx(std::string("export ") + kTinyMlp + " -o " + path("g.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  ir::Graph g = ir::load_json(slurp(path("g.json")));
+  EXPECT_TRUE(g == build_mlp({.dims = {4, 3, 2}}));
+  // And the exported graph runs through --graph.
+  write_npy(path("x.npy"), ir::Tensor(ir::Shape::of({2, 4})));
+  r = rlx("run --graph " + path("g.json") + " --input x=" + path("x.npy"));
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+TEST_F(Cli, BenchJsonHasTheFigures) {
+  Result r = rlx(std::string("bench ") + kTinyMlp + " --batch 2 --runs 3 --warmup 1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"median_ms", "min_ms", "max_ms", "gflop_per_s", "arena_bytes",
+                        "peak_rss_bytes", "compile_ms"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_LE(j["min_ms"].get<double>(), j["median_ms"].get<double>());
+  EXPECT_LE(j["median_ms"].get<double>(), j["max_ms"].get<double>());
+  EXPECT_EQ(j["runs"].get<int>(), 3);
+  EXPECT_DOUBLE_EQ(j["gflop"].get<double>(), 2.0 * 2 * (4 * 3 + 3 * 2) / 1e9);
+}
+
+TEST_F(Cli, InspectShowsReportsAndWritesSvg) {
+  Result r = rlx(std::string("inspect ") + kTinyMlp + " --svg " + path("g.svg"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("matmul"), std::string::npos);
+  EXPECT_NE(r.out.find("kernels"), std::string::npos);
+  EXPECT_NE(slurp(path("g.svg")).find("<svg"), std::string::npos);
+}
+
+TEST_F(Cli, DemoRunsAndChecksAgainstTheReference) {
+  Result r = rlx("demo --layers 1 --hidden 64 --ffn 128 --seq 8 --runs 2");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("max |rlx - reference|"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rlx demo: OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("arena"), std::string::npos) << r.out;
+}
+
+} // namespace
+} // namespace rlx::runtime

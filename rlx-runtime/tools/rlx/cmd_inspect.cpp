@@ -1,0 +1,73 @@
+// cmd_inspect.cpp: `rlx inspect`: every pipeline stage, the fusion and dispatch reports, the memory
+// plan, the backend's kernel list, and optionally an SVG picture of the compiled graph.
+#include "commands.hpp"
+#include "model_args.hpp"
+#include "report.hpp"
+#include "rlx/compile/inspect.hpp"
+#include "rlx/compile/svg.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace rlx::cli {
+
+namespace {
+
+struct Inspect {
+  ModelArgs model;
+  std::string svg;
+  bool summary = false;
+  bool kernels = true;
+
+  int run() {
+    ResolvedModel m = resolve_model(model);
+    runtime::Session session = make_session(model);
+    compile::CompileOptions co;
+    co.bindings = m.bindings;
+    co.fuse = !model.no_fuse;
+    compile::PipelineInspection insp = compile::inspect_pipeline(session.backend(), m.graph, co);
+    std::cout << "# " << m.description << " on " << session.device().str() << ", sizes";
+    for (const auto& [sym, v] : m.bindings)
+      std::cout << " " << sym << "=" << v;
+    std::cout << "\n";
+    if (summary) {
+      std::cout << compile::format_compile_summary(insp.result) << "\n"
+                << compile::format_memory_plan(insp.result.lir.plan()) << "\n";
+    } else {
+      std::cout << insp.str() << "\n";
+    }
+    if (kernels && session.device().kind == runtime::DeviceKind::cpu) {
+      auto exe = session.backend().compile(insp.result.lir);
+      std::cout << "# kernels (" << session.backend().name() << ")\n"
+                << cpu::kernel_listing(*exe) << "\n";
+    }
+    if (!svg.empty()) {
+      const ir::Module& lir = insp.result.lir;
+      std::ofstream out(svg, std::ios::binary | std::ios::trunc);
+      if (!out)
+        throw Error("cannot write '" + svg + "'");
+      out << compile::to_svg(lir.graph(), &lir.plan());
+      out.close();
+      if (!out)
+        throw Error("write to '" + svg + "' failed");
+      std::cout << "# picture of the compiled graph and its memory plan: " << svg << "\n";
+    }
+    return 0;
+  }
+};
+
+} // namespace
+
+Command add_inspect(CLI::App& root) {
+  auto c = std::make_shared<Inspect>();
+  CLI::App* app = root.add_subcommand(
+      "inspect", "show every pipeline stage, fusion and dispatch reports, the memory plan");
+  add_model_options(*app, c->model, /*with_weights=*/false);
+  app->add_option("--svg", c->svg, "write the compiled graph with its memory plan as SVG");
+  app->add_flag("--summary", c->summary, "reports only, without the text of every stage");
+  app->add_flag("!--no-kernels", c->kernels, "omit the backend's kernel list");
+  return {app, [c] { return c->run(); }};
+}
+
+} // namespace rlx::cli

@@ -1,0 +1,61 @@
+// model_args.hpp: the options that choose a model (built-in or a graph file), its weights, its
+// shape and the device, shared by the rlx subcommands.
+#pragma once
+
+#include "rlx/runtime/runtime.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rlx::cli {
+
+/// What the model options parsed to.
+struct ModelArgs {
+  std::string model = "bert"; ///< bert | llama | mlp
+  std::string graph_file;     ///< a graph JSON file instead of a built-in model
+  std::optional<int> layers, hidden, heads, kv_heads, ffn, vocab;
+  std::optional<std::int64_t> batch, seq;
+  std::vector<std::int64_t> dims; ///< MLP widths
+  bool embeddings = false, padding_mask = false, lm_head = false;
+  std::string weights; ///< safetensors file; empty = seeded random weights
+  std::string weights_prefix;
+  bool allow_extra_weights = false;
+  std::uint64_t seed = 0;
+  std::string device = "cpu";
+  std::string gemm = "onednn";
+  int threads = 0;
+  bool no_fuse = false;
+};
+
+/// Registers the model options on \p app. \p with_weights adds --weights and its companions.
+void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights = true);
+
+/// A resolved model: its graph, a one-line description, how its weights are loaded and the
+/// default symbol sizes (--batch / --seq, defaulting to 1 and 128).
+struct ResolvedModel {
+  ir::Graph graph;
+  std::string description;
+  ir::Bindings bindings;          ///< default sizes of the graph's symbols
+  ir::Bindings fixed;             ///< sizes given explicitly on the command line
+  runtime::LoadOptions load;      ///< how --weights maps onto the params
+  std::vector<std::string> notes; ///< things worth telling the user (inferred config, ...)
+};
+
+/// Builds the model the options describe. With --weights on a built-in model, the config fields
+/// not given on the command line are read off the checkpoint (layers, widths, embeddings, a
+/// "bert." / "model." prefix). Throws rlx::Error with one clear line on a bad combination.
+ResolvedModel resolve_model(const ModelArgs& a);
+
+/// A session on the options' device with their backend settings.
+runtime::Session make_session(const ModelArgs& a);
+
+/// Compile options from the model options: --no-fuse and the explicitly given sizes.
+runtime::CompileOptions compile_options(const ModelArgs& a, const ResolvedModel& m);
+
+/// Sets the executable's params: from --weights, else seeded random values (--seed).
+void load_weights(runtime::Executable& exe, const ModelArgs& a, const ResolvedModel& m);
+
+} // namespace rlx::cli
