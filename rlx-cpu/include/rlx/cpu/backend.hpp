@@ -1,0 +1,67 @@
+// backend.hpp: the CPU backend: its options, the compile::Backend implementation and its factory.
+#pragma once
+
+#include "rlx/compile/backend.hpp"
+#include "rlx/ir/claims.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace rlx::cpu {
+
+/// The library that runs f32 matrix products (MatMul).
+enum class GemmProvider : std::uint8_t {
+  onednn,   ///< oneDNN matmul primitives, created at compile time (the default)
+  openblas, ///< OpenBLAS cblas_sgemm, one call per batch matrix
+};
+
+/// Options of the CPU backend, fixed when the backend is created.
+struct CpuOptions {
+  /// GEMM library for f32 MatMul; f64 MatMul always uses OpenBLAS dgemm.
+  GemmProvider gemm = GemmProvider::onednn;
+  /// Threads used by the parallel kernels, oneDNN and OpenBLAS; 0 means every core the process
+  /// may run on (TBB's default concurrency).
+  int num_threads = 0;
+};
+
+/// The CPU backend: claims the ops of cpu_claims() and compiles LIR into a flat kernel list over
+/// one arena allocated once (see rlx-cpu/DESIGN.md).
+class CpuBackend final : public compile::Backend {
+public:
+  /// A backend with options \p opts; throws Error when num_threads is negative.
+  explicit CpuBackend(CpuOptions opts = {});
+
+  /// \returns "cpu".
+  std::string name() const override;
+  /// \returns the CPU claim set (cpu_claims()).
+  const ir::ClaimSet& claims() const override;
+  /// \returns 64: every arena slot starts on a cache line (and an AVX-512 vector).
+  std::int64_t alignment() const override;
+  /// \returns the scratch bytes the kernel chosen for node \p id needs (attention tiles per
+  /// thread, oneDNN scratchpads); the memory planner plans them so no run allocates.
+  std::int64_t scratch_bytes(const ir::Graph& g, ir::NodeId id) const override;
+  /// Compiles an LIR module (static shapes, a memory plan made with this backend's alignment and
+  /// scratch_bytes()). Throws Error naming the node when an op is not claimed or a plan slot is
+  /// missing.
+  std::unique_ptr<compile::Executable> compile(const ir::Module& lir) const override;
+
+  /// The options the backend was created with.
+  const CpuOptions& options() const { return opts_; }
+  /// The resolved thread count (num_threads, or the default concurrency when it is 0).
+  int threads() const { return threads_; }
+
+private:
+  CpuOptions opts_;
+  int threads_ = 1;
+};
+
+/// Creates a CPU backend with options \p opts (the factory the runtime's backend registry calls).
+std::unique_ptr<compile::Backend> make_cpu_backend(const CpuOptions& opts = {});
+
+/// One line per kernel of a CPU executable, in execution order: node, op, implementation
+/// ("onednn", "openblas", "tbb", "loop", ...) and arena offsets. Throws Error when \p exe was not
+/// made by a CpuBackend.
+std::string kernel_listing(const compile::Executable& exe);
+
+} // namespace rlx::cpu

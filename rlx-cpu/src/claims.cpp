@@ -1,0 +1,81 @@
+// claims.cpp: the CPU claim set (op kinds × dtypes, claimed honestly: a dtype is listed only where
+// a kernel runs it) and the ops deliberately left to the compile pipeline, each with its reason.
+#include "rlx/cpu/claims.hpp"
+
+#include "lower.hpp"
+
+#include <array>
+
+namespace rlx::cpu {
+namespace {
+
+using ir::DType;
+using K = ir::OpKind;
+
+constexpr auto kFloats = {DType::f32, DType::f64};
+
+/// Ops the CPU does not claim, and why. Everything else in ops.def is claimed below.
+constexpr std::array kUnclaimed = {
+    UnclaimedOp{K::DotGeneral, "lowered to Transpose / Reshape / MatMul by the compile pipeline "
+                               "(one GEMM path serves both)"},
+    UnclaimedOp{K::If, "lowered to Where over both inlined branches by the compile pipeline"},
+    UnclaimedOp{K::While, "unrolled up to max_iterations by the compile pipeline"},
+    UnclaimedOp{K::CustomFn, "its body is inlined by the compile pipeline, so fusion and memory "
+                             "planning see through it"},
+    UnclaimedOp{K::Linear, "HIR block: lowered to MatMul (+ Add, activation) before MIR"},
+    UnclaimedOp{K::AttentionBlock, "HIR block: lowered to MatMul, Rope and Attention before MIR"},
+    UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
+    UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
+    UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
+};
+
+ir::ClaimSet build_claims() {
+  ir::ClaimSet c;
+  // Leaves hold any dtype; data movement is bytewise and exact for every dtype.
+  for (K k : {K::Input, K::Param, K::Constant, K::Reshape, K::Transpose, K::Narrow, K::Concat,
+              K::Expand, K::Gather, K::Where, K::Cast})
+    c.claim(k);
+  // Elementwise math: every numeric dtype (f16 / bf16 computed in f32, integers in int64).
+  for (K k :
+       {K::Neg, K::Abs, K::Relu, K::Add, K::Sub, K::Mul, K::Div, K::Pow, K::Maximum, K::Minimum})
+    c.claim(k, {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64,
+                DType::u8});
+  for (K k : {K::Exp, K::Log, K::Sqrt, K::Rsqrt, K::Reciprocal, K::Tanh, K::Sigmoid, K::Gelu,
+              K::GeluTanh, K::Silu, K::Sin, K::Cos, K::Erf})
+    c.claim(k, {DType::f32, DType::f64, DType::f16, DType::bf16});
+  // Compare: operands of any dtype, bool result.
+  c.claim(K::Compare);
+  // Integer-capable numerics.
+  for (K k : {K::MatMul, K::ScatterAdd, K::Reduce})
+    c.claim(k, {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
+  c.claim(K::ArgMax, {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
+  // Float-only kernels.
+  for (K k : {K::DenseSolve, K::Softmax, K::LogSoftmax, K::LayerNorm, K::RmsNorm, K::Attention,
+              K::Rope, K::SoftmaxCrossEntropy, K::Conv2d, K::Pool2d, K::FakeQuantize})
+    c.claim(k, kFloats);
+  // int8 quantization: float in, i8 out (Quantize); i8 in, f32 out (Dequantize).
+  c.claim(K::Quantize, {DType::f32, DType::f64, DType::i8});
+  c.claim(K::Dequantize, {DType::i8, DType::f32});
+  // Custom ops run their registered reference kernel, whatever the dtypes.
+  c.claim(K::Custom);
+  return c;
+}
+
+} // namespace
+
+const ir::ClaimSet& cpu_claims() {
+  static const ir::ClaimSet claims = build_claims();
+  return claims;
+}
+
+std::span<const UnclaimedOp> deliberately_unclaimed() {
+  return kUnclaimed;
+}
+
+bool has_kernel(ir::OpKind op) {
+  if (ir::is_leaf(op))
+    return true; // leaves are buffers the executable fills; they need no kernel
+  return !implementations(op).empty();
+}
+
+} // namespace rlx::cpu

@@ -1,0 +1,416 @@
+// attention.cpp: Attention (every mask kind, GQA, both layouts, scale, softcap) as a
+// memory-efficient online-softmax kernel, and Rope.
+//
+// Attention algorithm (flash-attention style, per (batch, head, block of Bq query rows)):
+//   m_i = -inf, l_i = 0, acc_i = 0
+//   for each tile of Tk keys the block can see (causal / sliding-window bounds skip whole tiles):
+//     s_ij = scale · q_i·k_j  → softcap c·tanh(s/c) → + bias_ij → -inf where the mask hides j
+//     m'_i = max(m_i, max_j s_ij);  r_i = e^(m_i - m'_i)
+//     p_ij = e^(s_ij - m'_i);  l_i = r_i l_i + Σ_j p_ij;  acc_i = r_i acc_i + Σ_j p_ij v_j
+//   out_i = acc_i / l_i (0 when no key was visible)
+// A thread holds one Bq×Tk score tile, Bq×Dv accumulators and 2·Bq row statistics (its slice of
+// the planned scratch), never the Sq×Sk score matrix. Tasks are (batch, head, query block)
+// triples, run on the TBB pool. The f32 path is compiled for AVX-512 / AVX2 / baseline.
+#include "../dtypes.hpp"
+#include "../lower.hpp"
+#include "../simd.hpp"
+#include "rlx/ir/error.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace rlx::cpu {
+namespace {
+
+constexpr std::int64_t kBlockQ = 32; ///< query rows per task
+constexpr std::int64_t kTileK = 64;  ///< keys per score tile
+
+/// Everything an attention task needs, resolved at compile time.
+template <class T> struct AttnParams {
+  const T* q;
+  const T* k;
+  const T* v;
+  T* o;
+  std::int64_t batch, heads, kv_heads, sq, sk, d, dv;
+  // Element strides: per batch, per head and per sequence row, of q, k, v and o.
+  std::int64_t q_b, q_h, q_s, k_b, k_h, k_s, v_b, v_h, v_s, o_b, o_h, o_s;
+  double scale;
+  double softcap; ///< 0 = none
+  ir::MaskKind mask;
+  std::int64_t window;
+  const std::uint8_t* keep; ///< padding: [B, Sk] keep flags (planned scratch, filled per run)
+  const T* bias; ///< bias: element (b, h, i, j) at b*bias_b + h*bias_h + i*bias_i + j*bias_j
+  std::int64_t bias_b, bias_h, bias_i, bias_j;
+  std::int64_t shift; ///< Sk - Sq: query i is aligned with key i + shift
+  std::int64_t blocks_per_head;
+};
+
+/// Per-thread scratch of one task, in compute-type elements.
+std::int64_t task_scratch_elems(std::int64_t dv) {
+  return kBlockQ * kTileK + kBlockQ * dv + 2 * kBlockQ;
+}
+
+/// One (batch, head, query block) task. \p A is the compute type (float for f32, double for f64).
+template <class T, class A>
+[[gnu::always_inline]] inline void attention_task(const AttnParams<T>& p, std::int64_t task,
+                                                  A* scratch) {
+  constexpr A kNegInf = -std::numeric_limits<A>::infinity();
+  std::int64_t blk = task % p.blocks_per_head, bh = task / p.blocks_per_head;
+  std::int64_t h = bh % p.heads, b = bh / p.heads;
+  std::int64_t kh = h / (p.heads / p.kv_heads);
+  std::int64_t q0 = blk * kBlockQ, qn = std::min(kBlockQ, p.sq - q0);
+  A* s = scratch;                // [Bq][Tk] scores
+  A* acc = s + kBlockQ * kTileK; // [Bq][Dv]
+  A* m = acc + kBlockQ * p.dv;   // [Bq]
+  A* l = m + kBlockQ;            // [Bq]
+  for (std::int64_t i = 0; i < qn; ++i) {
+    m[i] = kNegInf;
+    l[i] = 0;
+  }
+  for (std::int64_t i = 0; i < qn * p.dv; ++i)
+    acc[i] = 0;
+
+  const T* qb = p.q + b * p.q_b + h * p.q_h + q0 * p.q_s;
+  const T* kb = p.k + b * p.k_b + kh * p.k_h;
+  const T* vb = p.v + b * p.v_b + kh * p.v_h;
+  const bool causal = p.mask == ir::MaskKind::causal || p.mask == ir::MaskKind::sliding_window;
+  std::int64_t jmin = 0, jmax = p.sk;
+  if (causal)
+    jmax = std::min(p.sk, q0 + qn - 1 + p.shift + 1);
+  if (p.mask == ir::MaskKind::sliding_window)
+    jmin = std::max<std::int64_t>(0, q0 + p.shift - p.window + 1);
+  const auto scale = static_cast<A>(p.scale);
+  const auto cap = static_cast<A>(p.softcap);
+
+  for (std::int64_t j0 = jmin; j0 < jmax; j0 += kTileK) {
+    std::int64_t jn = std::min(kTileK, jmax - j0);
+    // Scores of the tile.
+    for (std::int64_t i = 0; i < qn; ++i) {
+      const T* qi = qb + i * p.q_s;
+      A* si = s + i * kTileK;
+      for (std::int64_t j = 0; j < jn; ++j) {
+        const T* kj = kb + (j0 + j) * p.k_s;
+        A dot = 0;
+        if constexpr (std::is_same_v<T, A>) {
+#pragma omp simd reduction(+ : dot)
+          for (std::int64_t d = 0; d < p.d; ++d)
+            dot += qi[d] * kj[d];
+        } else {
+          for (std::int64_t d = 0; d < p.d; ++d)
+            dot += static_cast<A>(to_compute<T>(qi[d])) * static_cast<A>(to_compute<T>(kj[d]));
+        }
+        si[j] = dot * scale;
+      }
+      if (cap > 0)
+        for (std::int64_t j = 0; j < jn; ++j)
+          si[j] = cap * std::tanh(si[j] / cap);
+      if (p.bias) {
+        const T* bi = p.bias + b * p.bias_b + h * p.bias_h + (q0 + i) * p.bias_i;
+        for (std::int64_t j = 0; j < jn; ++j)
+          si[j] += static_cast<A>(to_compute<T>(bi[(j0 + j) * p.bias_j]));
+      }
+      std::int64_t qi_abs = q0 + i;
+      if (causal)
+        for (std::int64_t j = 0; j < jn; ++j)
+          if (j0 + j > qi_abs + p.shift)
+            si[j] = kNegInf;
+      if (p.mask == ir::MaskKind::sliding_window)
+        for (std::int64_t j = 0; j < jn; ++j)
+          if (j0 + j <= qi_abs + p.shift - p.window)
+            si[j] = kNegInf;
+      if (p.keep) {
+        const std::uint8_t* keep = p.keep + b * p.sk + j0;
+        for (std::int64_t j = 0; j < jn; ++j)
+          if (!keep[j])
+            si[j] = kNegInf;
+      }
+    }
+    // Online softmax update and P·V.
+    for (std::int64_t i = 0; i < qn; ++i) {
+      A* si = s + i * kTileK;
+      A row_max = kNegInf;
+      for (std::int64_t j = 0; j < jn; ++j)
+        row_max = si[j] > row_max ? si[j] : row_max;
+      A m_new = row_max > m[i] ? row_max : m[i];
+      if (m_new == kNegInf)
+        continue; // nothing visible yet in this row
+      A corr = m[i] == kNegInf ? A{0} : static_cast<A>(std::exp(m[i] - m_new));
+      A sum = 0;
+      if constexpr (std::is_same_v<A, float>) {
+#pragma omp simd reduction(+ : sum)
+        for (std::int64_t j = 0; j < jn; ++j) {
+          si[j] = simd::exp(si[j] - m_new);
+          sum += si[j];
+        }
+      } else {
+        for (std::int64_t j = 0; j < jn; ++j) {
+          si[j] = std::exp(si[j] - m_new);
+          sum += si[j];
+        }
+      }
+      l[i] = l[i] * corr + sum;
+      m[i] = m_new;
+      A* ai = acc + i * p.dv;
+      if (corr != A{1})
+        for (std::int64_t d = 0; d < p.dv; ++d)
+          ai[d] *= corr;
+      for (std::int64_t j = 0; j < jn; ++j) {
+        A pj = si[j];
+        if (pj == A{0})
+          continue;
+        const T* vj = vb + (j0 + j) * p.v_s;
+        if constexpr (std::is_same_v<T, A>) {
+#pragma omp simd
+          for (std::int64_t d = 0; d < p.dv; ++d)
+            ai[d] += pj * vj[d];
+        } else {
+          for (std::int64_t d = 0; d < p.dv; ++d)
+            ai[d] += pj * static_cast<A>(to_compute<T>(vj[d]));
+        }
+      }
+    }
+  }
+  // Normalise and store.
+  T* ob = p.o + b * p.o_b + h * p.o_h + q0 * p.o_s;
+  for (std::int64_t i = 0; i < qn; ++i) {
+    T* oi = ob + i * p.o_s;
+    A inv = l[i] > 0 ? A{1} / l[i] : A{0};
+    const A* ai = acc + i * p.dv;
+    for (std::int64_t d = 0; d < p.dv; ++d)
+      oi[d] = from_compute<T>(static_cast<compute_t<T>>(ai[d] * inv));
+  }
+}
+
+/// The f32 task, compiled once per instruction set.
+RLX_CPU_MULTIVERSION void attention_task_f32(const AttnParams<float>& p, std::int64_t task,
+                                             float* scratch) {
+  attention_task<float, float>(p, task, scratch);
+}
+
+/// Layout strides of a 4-D operand [B, S, H, D] (bshd) or [B, H, S, D] (bhsd).
+void layout_strides(const std::vector<std::int64_t>& sizes, ir::AttnLayout layout, std::int64_t& sb,
+                    std::int64_t& sh, std::int64_t& ss) {
+  std::int64_t d = sizes[3];
+  if (layout == ir::AttnLayout::bshd) {
+    ss = sizes[2] * d;
+    sh = d;
+  } else {
+    sh = sizes[2] * d;
+    ss = d;
+  }
+  sb = sizes[1] * sizes[2] * d;
+}
+
+struct AttnShape {
+  std::int64_t batch, heads, kv_heads, sq, sk, d, dv, tasks, blocks_per_head;
+};
+AttnShape attn_shape(const NodeView& n) {
+  const auto& a = n.node().attr<ir::AttentionAttrs>();
+  auto q = n.in(0).sizes(), k = n.in(1).sizes(), v = n.in(2).sizes();
+  bool bshd = a.layout == ir::AttnLayout::bshd;
+  AttnShape s{};
+  s.batch = q[0];
+  s.heads = a.num_heads;
+  s.kv_heads = a.num_kv_heads;
+  s.sq = bshd ? q[1] : q[2];
+  s.sk = bshd ? k[1] : k[2];
+  s.d = q[3];
+  s.dv = v[3];
+  s.blocks_per_head = (s.sq + kBlockQ - 1) / kBlockQ;
+  s.tasks = s.batch * s.heads * s.blocks_per_head;
+  return s;
+}
+
+/// Scratch: per thread one task's tiles (64-byte aligned slices), plus the padding keep flags.
+std::int64_t thread_slice_bytes(const NodeView& n) {
+  std::int64_t elem = n.out().dtype == ir::DType::f32 ? 4 : 8;
+  return (task_scratch_elems(attn_shape(n).dv) * elem + 63) / 64 * 64;
+}
+std::int64_t attention_scratch(const NodeView& n) {
+  AttnShape s = attn_shape(n);
+  std::int64_t keep = n.node().attr<ir::AttentionAttrs>().mask == ir::MaskKind::padding
+                          ? (s.batch * s.sk + 63) / 64 * 64
+                          : 0;
+  return thread_slice_bytes(n) * n.threads + keep;
+}
+
+template <class T> class AttentionKernel final : public Kernel {
+public:
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+  explicit AttentionKernel(const LowerContext& c) : slice_(thread_slice_bytes(c)) {
+    const auto& a = c.node().attr<ir::AttentionAttrs>();
+    AttnShape s = attn_shape(c);
+    if (!a.scale && s.d == 0)
+      throw Error("rlx-cpu: " + c.what() + ": the default scale 1/sqrt(D) needs D > 0");
+    p_ = {};
+    p_.q = reinterpret_cast<const T*>(c.src(0));
+    p_.k = reinterpret_cast<const T*>(c.src(1));
+    p_.v = reinterpret_cast<const T*>(c.src(2));
+    p_.o = reinterpret_cast<T*>(c.dst());
+    p_.batch = s.batch;
+    p_.heads = s.heads;
+    p_.kv_heads = s.kv_heads;
+    p_.sq = s.sq;
+    p_.sk = s.sk;
+    p_.d = s.d;
+    p_.dv = s.dv;
+    layout_strides(c.in(0).sizes(), a.layout, p_.q_b, p_.q_h, p_.q_s);
+    layout_strides(c.in(1).sizes(), a.layout, p_.k_b, p_.k_h, p_.k_s);
+    layout_strides(c.in(2).sizes(), a.layout, p_.v_b, p_.v_h, p_.v_s);
+    layout_strides(c.out().sizes(), a.layout, p_.o_b, p_.o_h, p_.o_s);
+    p_.scale = a.scale.value_or(s.d > 0 ? 1.0 / std::sqrt(static_cast<double>(s.d)) : 1.0);
+    p_.softcap = a.softcap.value_or(0.0);
+    p_.mask = a.mask;
+    p_.window = a.window;
+    p_.shift = s.sk - s.sq;
+    p_.blocks_per_head = s.blocks_per_head;
+    tasks_ = s.tasks;
+    threads_ = c.threads;
+    scratch_ = c.scratch(attention_scratch(c));
+    if (a.mask == ir::MaskKind::padding) {
+      keep_ = reinterpret_cast<std::uint8_t*>(scratch_ + slice_ * c.threads);
+      p_.keep = keep_;
+      mask_ = c.src(3);
+      mask_dtype_ = c.in(3).dtype;
+    } else if (a.mask == ir::MaskKind::bias) {
+      // Strides of the bias broadcast onto [B, H, Sq, Sk] (0 along broadcast dims).
+      auto bs = c.in(3).sizes();
+      std::vector<std::int64_t> full(4 - bs.size(), 1);
+      full.insert(full.end(), bs.begin(), bs.end());
+      std::int64_t st[4], acc = 1;
+      for (int d = 3; d >= 0; --d) {
+        st[d] = full[static_cast<std::size_t>(d)] == 1 ? 0 : acc;
+        acc *= full[static_cast<std::size_t>(d)];
+      }
+      p_.bias = reinterpret_cast<const T*>(c.src(3));
+      p_.bias_b = st[0];
+      p_.bias_h = st[1];
+      p_.bias_i = st[2];
+      p_.bias_j = st[3];
+    }
+  }
+
+  void run(ExecContext& ctx) override {
+    if (keep_) // padding mask of any dtype → keep flags (nonzero = keep)
+      visit_dtype(mask_dtype_, [&]<class M>() {
+        const M* m = reinterpret_cast<const M*>(mask_);
+        for (std::int64_t i = 0; i < p_.batch * p_.sk; ++i)
+          keep_[i] = to_compute<M>(m[i]) != 0;
+      });
+    parallel_for_slots(ctx, tasks_, 1, [&](std::int64_t b, std::int64_t e, int slot) {
+      A* scratch = reinterpret_cast<A*>(scratch_ + slice_ * (slot < threads_ ? slot : 0));
+      for (std::int64_t t = b; t < e; ++t) {
+        if constexpr (std::is_same_v<T, float>)
+          attention_task_f32(p_, t, scratch);
+        else
+          attention_task<T, A>(p_, t, scratch);
+      }
+    });
+  }
+
+private:
+  AttnParams<T> p_;
+  std::int64_t slice_;
+  std::int64_t tasks_ = 0;
+  int threads_ = 1;
+  std::byte* scratch_ = nullptr;
+  std::uint8_t* keep_ = nullptr;
+  const std::byte* mask_ = nullptr;
+  ir::DType mask_dtype_ = ir::DType::boolean;
+};
+
+std::unique_ptr<Kernel> make_attention(const LowerContext& c) {
+  return visit_dtype(c.out().dtype, [&]<class T>() -> std::unique_ptr<Kernel> {
+    if constexpr (is_float_storage_v<T>)
+      return std::make_unique<AttentionKernel<T>>(c);
+    else
+      throw Error("rlx-cpu: " + c.what() + ": attention of a non-float type");
+  });
+}
+
+constexpr KernelImpl kAttention[] = {{"tbb", accept_all, attention_scratch, make_attention}};
+
+// ---- Rope
+// ----------------------------------------------------------------------------------------
+
+/// Rotary embedding with cos / sin tables built at compile time (in double, rounded once).
+template <class T> class RopeKernel final : public Kernel {
+public:
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+  explicit RopeKernel(const LowerContext& c)
+      : x_(reinterpret_cast<const T*>(c.src(0))), y_(reinterpret_cast<T*>(c.dst())) {
+    const auto& a = c.node().attr<ir::RopeAttrs>();
+    auto s = c.in(0).sizes();
+    bool bshd = a.layout == ir::AttnLayout::bshd;
+    b_ = s[0];
+    s_ = bshd ? s[1] : s[2];
+    h_ = bshd ? s[2] : s[1];
+    d_ = s[3];
+    bshd_ = bshd;
+    half_ = (a.n_rot == 0 ? d_ : a.n_rot) / 2;
+    interleaved_ = a.style == ir::RopeStyle::interleaved;
+    cos_.resize(static_cast<std::size_t>(s_ * half_));
+    sin_.resize(cos_.size());
+    for (std::int64_t p = 0; p < s_; ++p)
+      for (std::int64_t k = 0; k < half_; ++k) {
+        double angle =
+            static_cast<double>(p + a.position_offset) *
+            std::pow(a.theta, -2.0 * static_cast<double>(k) / static_cast<double>(2 * half_));
+        cos_[static_cast<std::size_t>(p * half_ + k)] = static_cast<A>(std::cos(angle));
+        sin_[static_cast<std::size_t>(p * half_ + k)] = static_cast<A>(std::sin(angle));
+      }
+  }
+  void run(ExecContext& ctx) override {
+    std::int64_t rows = b_ * s_ * h_;
+    parallel_for(ctx, rows, grain_for(d_ * 4), [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        // Row r enumerates the buffer's rows in memory order; recover its sequence position.
+        std::int64_t pos = bshd_ ? (r / h_) % s_ : r % s_;
+        const T* x = x_ + r * d_;
+        T* y = y_ + r * d_;
+        std::memcpy(y, x, static_cast<std::size_t>(d_) * sizeof(T));
+        const A* cs = cos_.data() + pos * half_;
+        const A* sn = sin_.data() + pos * half_;
+        std::int64_t step = interleaved_ ? 2 : 1, other = interleaved_ ? 1 : half_;
+        for (std::int64_t k = 0; k < half_; ++k) {
+          std::int64_t ia = k * step, ib = ia + other;
+          A va = static_cast<A>(to_compute<T>(x[ia])), vb = static_cast<A>(to_compute<T>(x[ib]));
+          y[ia] = from_compute<T>(static_cast<compute_t<T>>(va * cs[k] - vb * sn[k]));
+          y[ib] = from_compute<T>(static_cast<compute_t<T>>(va * sn[k] + vb * cs[k]));
+        }
+      }
+    });
+  }
+
+private:
+  const T* x_;
+  T* y_;
+  std::int64_t b_ = 0, s_ = 0, h_ = 0, d_ = 0, half_ = 0;
+  bool bshd_ = true, interleaved_ = false;
+  std::vector<A> cos_, sin_;
+};
+
+std::unique_ptr<Kernel> make_rope(const LowerContext& c) {
+  return visit_dtype(c.out().dtype, [&]<class T>() -> std::unique_ptr<Kernel> {
+    if constexpr (is_float_storage_v<T>)
+      return std::make_unique<RopeKernel<T>>(c);
+    else
+      throw Error("rlx-cpu: " + c.what() + ": rope of a non-float type");
+  });
+}
+
+constexpr KernelImpl kRope[] = {{"tbb", accept_all, nullptr, make_rope}};
+
+} // namespace
+
+std::span<const KernelImpl> attention_impls() {
+  return kAttention;
+}
+std::span<const KernelImpl> rope_impls() {
+  return kRope;
+}
+
+} // namespace rlx::cpu

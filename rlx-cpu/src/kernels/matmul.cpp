@@ -1,0 +1,376 @@
+// matmul.cpp: MatMul on oneDNN (f32, primitive created at compile time, transposes as strides,
+// batch broadcasting, bias + activation post-ops), OpenBLAS (f32 behind the option, and f64), or
+// plain loops (integers).
+#include "../matmul.hpp"
+
+#include "../dtypes.hpp"
+#include "../lower.hpp"
+#include "../onednn.hpp"
+#include "../unary_math.hpp"
+#include "rlx/ir/error.hpp"
+
+#include <cblas.h>
+
+namespace rlx::cpu {
+namespace {
+
+/// The shape of a (batched, broadcast) matrix product.
+struct Geometry {
+  std::vector<std::int64_t> batch_out, batch_a, batch_b; ///< equal ranks (padded with 1s)
+  std::int64_t m = 0, n = 0, k = 0;
+  /// b has no batch and a is not transposed: the whole product is one [batches * M, K] GEMM.
+  bool flat = false;
+  std::int64_t batches() const {
+    std::int64_t p = 1;
+    for (auto d : batch_out)
+      p *= d;
+    return p;
+  }
+};
+
+Geometry geometry(const MatMulSpec& s) {
+  Geometry g;
+  std::size_t ra = s.a_sizes.size(), rb = s.b_sizes.size(), ro = s.out_sizes.size();
+  if (ra < 2 || rb < 2 || ro < 2)
+    throw Error("rlx-cpu: matmul operands need rank >= 2");
+  g.m = s.out_sizes[ro - 2];
+  g.n = s.out_sizes[ro - 1];
+  g.k = s.transpose_a ? s.a_sizes[ra - 2] : s.a_sizes[ra - 1];
+  g.batch_out.assign(s.out_sizes.begin(), s.out_sizes.end() - 2);
+  auto pad = [&](const std::vector<std::int64_t>& sz) {
+    std::vector<std::int64_t> b(g.batch_out.size() - (sz.size() - 2), 1);
+    b.insert(b.end(), sz.begin(), sz.end() - 2);
+    return b;
+  };
+  g.batch_a = pad(s.a_sizes);
+  g.batch_b = pad(s.b_sizes);
+  bool b_single = true;
+  for (auto d : g.batch_b)
+    b_single = b_single && d == 1;
+  g.flat = b_single && !s.transpose_a;
+  return g;
+}
+
+/// Element offsets of operand matrices for every output batch index (broadcast batch dims).
+std::vector<std::int64_t> batch_offsets(const std::vector<std::int64_t>& batch,
+                                        const std::vector<std::int64_t>& out, std::int64_t matrix) {
+  std::vector<std::int64_t> strides(batch.size(), 0);
+  std::int64_t s = matrix;
+  for (std::size_t d = batch.size(); d-- > 0;) {
+    strides[d] = batch[d] == 1 ? 0 : s;
+    s *= batch[d];
+  }
+  std::int64_t total = 1;
+  for (auto d : out)
+    total *= d;
+  std::vector<std::int64_t> offs(static_cast<std::size_t>(total));
+  for (std::int64_t i = 0; i < total; ++i) {
+    std::int64_t rem = i, off = 0;
+    for (std::size_t d = out.size(); d-- > 0;) {
+      off += (rem % out[d]) * strides[d];
+      rem /= out[d];
+    }
+    offs[static_cast<std::size_t>(i)] = off;
+  }
+  return offs;
+}
+
+/// Row-major strides of \p sizes.
+std::vector<std::int64_t> strides_of(const std::vector<std::int64_t>& sizes) {
+  std::vector<std::int64_t> st(sizes.size(), 1);
+  for (std::size_t i = sizes.size(); i-- > 1;)
+    st[i - 1] = st[i] * sizes[i];
+  return st;
+}
+
+// ---- oneDNN ------------------------------------------------------------------------------------
+
+struct OnednnMatmul {
+  dnnl::memory::desc a, b, bias, out;
+  dnnl::matmul::primitive_desc pd;
+};
+
+/// The memory descriptor of a (batched) operand: logical dims batch + {rows, cols}, with the
+/// transposed operand expressed as swapped strides over its row-major storage (no copy).
+dnnl::memory::desc operand_md(const std::vector<std::int64_t>& batch, std::int64_t rows,
+                              std::int64_t cols, bool transposed) {
+  std::vector<std::int64_t> phys = batch;
+  phys.push_back(transposed ? cols : rows);
+  phys.push_back(transposed ? rows : cols);
+  auto st = strides_of(phys);
+  std::vector<std::int64_t> dims = batch;
+  dims.push_back(rows);
+  dims.push_back(cols);
+  if (transposed)
+    std::swap(st[st.size() - 1], st[st.size() - 2]);
+  return onednn::strided_md(dims, st);
+}
+
+OnednnMatmul onednn_matmul(const MatMulSpec& s) {
+  Geometry g = geometry(s);
+  OnednnMatmul r;
+  std::vector<std::int64_t> ones;
+  if (g.flat) {
+    std::int64_t rows = g.batches() * g.m;
+    r.a = operand_md({}, rows, g.k, false);
+    r.b = operand_md({}, g.k, g.n, s.transpose_b);
+    r.out = operand_md({}, rows, g.n, false);
+    ones = {1};
+  } else {
+    r.a = operand_md(g.batch_a, g.m, g.k, s.transpose_a);
+    r.b = operand_md(g.batch_b, g.k, g.n, s.transpose_b);
+    r.out = operand_md(g.batch_out, g.m, g.n, false);
+    ones.assign(g.batch_out.size() + 1, 1);
+  }
+  dnnl::primitive_attr attr;
+  if (auto op = activation_op(s.act)) {
+    auto alg = onednn::eltwise_alg(*op);
+    if (!alg)
+      throw Error("rlx-cpu: matmul epilogue activation has no oneDNN algorithm");
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, alg->alg, alg->alpha, alg->beta);
+    attr.set_post_ops(po);
+  }
+  attr = onednn::user_scratchpad(attr);
+  if (s.bias) {
+    ones.push_back(g.n);
+    r.bias = onednn::plain_md(ones);
+    r.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(r.a, r.b, r.bias, r.out), attr,
+                                        onednn::engine());
+  } else {
+    r.pd =
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(r.a, r.b, r.out), attr, onednn::engine());
+  }
+  return r;
+}
+
+std::unique_ptr<Kernel> make_onednn(const MatMulSpec& s, std::byte* scratch) {
+  OnednnMatmul m = onednn_matmul(s);
+  onednn::BoundPrimitive p{dnnl::matmul(m.pd)};
+  p.bind(DNNL_ARG_SRC, m.a, const_cast<std::byte*>(s.a));
+  p.bind(DNNL_ARG_WEIGHTS, m.b, const_cast<std::byte*>(s.b));
+  if (s.bias)
+    p.bind(DNNL_ARG_BIAS, m.bias, const_cast<std::byte*>(s.bias));
+  p.bind(DNNL_ARG_DST, m.out, s.out);
+  if (onednn::scratchpad_bytes(m.pd) > 0)
+    p.bind(DNNL_ARG_SCRATCHPAD, m.pd.scratchpad_desc(), scratch);
+  return std::make_unique<onednn::PrimitiveKernel>(std::move(p));
+}
+
+// ---- epilogue for the non-oneDNN paths
+// -----------------------------------------------------------
+
+/// out[r, :] = act(out[r, :] + bias) over \p rows rows of \p n, in parallel (after the GEMM, never
+/// inside it).
+template <class T>
+void epilogue(ExecContext& ctx, T* out, std::int64_t rows, std::int64_t n, const T* bias,
+              ir::Activation act) {
+  auto op = activation_op(act);
+  if (!bias && !op)
+    return;
+  parallel_for(ctx, rows, grain_for(n), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) {
+      T* y = out + r * n;
+      if (bias)
+        for (std::int64_t j = 0; j < n; ++j)
+          y[j] += bias[j];
+      if (op)
+        with_unary<T>(*op, [&](auto f) {
+          for (std::int64_t j = 0; j < n; ++j)
+            y[j] = f(y[j]);
+        });
+    }
+  });
+}
+
+// ---- OpenBLAS ----------------------------------------------------------------------------------
+
+template <class T> class BlasMatmul final : public Kernel {
+public:
+  explicit BlasMatmul(const MatMulSpec& s) : s_(s), g_(geometry(s)) {
+    if (!g_.flat) {
+      a_off_ = batch_offsets(g_.batch_a, g_.batch_out, g_.m * g_.k);
+      b_off_ = batch_offsets(g_.batch_b, g_.batch_out, g_.k * g_.n);
+    }
+  }
+  void run(ExecContext& ctx) override {
+    const T* a = reinterpret_cast<const T*>(s_.a);
+    const T* b = reinterpret_cast<const T*>(s_.b);
+    T* c = reinterpret_cast<T*>(s_.out);
+    auto ta = s_.transpose_a ? CblasTrans : CblasNoTrans;
+    auto tb = s_.transpose_b ? CblasTrans : CblasNoTrans;
+    auto lda = static_cast<blasint>(s_.transpose_a ? g_.m : g_.k);
+    auto ldb = static_cast<blasint>(s_.transpose_b ? g_.k : g_.n);
+    auto gemm = [&](const T* x, const T* y, T* z, std::int64_t m) {
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(g_.n),
+                    static_cast<blasint>(g_.k), 1.0f, x, lda, y, ldb, 0.0f, z,
+                    static_cast<blasint>(g_.n));
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(g_.n),
+                    static_cast<blasint>(g_.k), 1.0, x, lda, y, ldb, 0.0, z,
+                    static_cast<blasint>(g_.n));
+    };
+    std::int64_t rows = g_.batches() * g_.m;
+    if (g_.flat) {
+      gemm(a, b, c, rows);
+    } else {
+      for (std::size_t i = 0; i < a_off_.size(); ++i)
+        gemm(a + a_off_[i], b + b_off_[i], c + static_cast<std::int64_t>(i) * g_.m * g_.n, g_.m);
+    }
+    epilogue<T>(ctx, c, rows, g_.n, reinterpret_cast<const T*>(s_.bias), s_.act);
+  }
+
+private:
+  MatMulSpec s_;
+  Geometry g_;
+  std::vector<std::int64_t> a_off_, b_off_;
+};
+
+// ---- loops -------------------------------------------------------------------------------------
+
+/// Any numeric dtype: accumulation in the compute type (double for floats, wrapping int64 for
+/// integers), rows in parallel.
+template <class T> class LoopMatmul final : public Kernel {
+public:
+  explicit LoopMatmul(const MatMulSpec& s) : s_(s), g_(geometry(s)) {
+    a_off_ = batch_offsets(g_.batch_a, g_.batch_out, g_.m * g_.k);
+    b_off_ = batch_offsets(g_.batch_b, g_.batch_out, g_.k * g_.n);
+  }
+  void run(ExecContext& ctx) override {
+    const T* a = reinterpret_cast<const T*>(s_.a);
+    const T* b = reinterpret_cast<const T*>(s_.b);
+    T* c = reinterpret_cast<T*>(s_.out);
+    std::int64_t m = g_.m, n = g_.n, k = g_.k;
+    bool ta = s_.transpose_a, tb = s_.transpose_b;
+    using Acc = std::conditional_t<is_float_storage_v<T>, double, std::int64_t>;
+    parallel_for(ctx, static_cast<std::int64_t>(a_off_.size()) * m, grain_for(n * k),
+                 [&](std::int64_t r0, std::int64_t r1) {
+                   for (std::int64_t r = r0; r < r1; ++r) {
+                     auto bi = static_cast<std::size_t>(r / m);
+                     std::int64_t i = r % m;
+                     const T* x = a + a_off_[bi];
+                     const T* y = b + b_off_[bi];
+                     for (std::int64_t j = 0; j < n; ++j) {
+                       Acc acc = 0;
+                       for (std::int64_t p = 0; p < k; ++p) {
+                         auto xv =
+                             static_cast<Acc>(to_compute<T>(ta ? x[p * m + i] : x[i * k + p]));
+                         auto yv =
+                             static_cast<Acc>(to_compute<T>(tb ? y[j * k + p] : y[p * n + j]));
+                         if constexpr (std::is_same_v<Acc, double>)
+                           acc += xv * yv;
+                         else
+                           acc = wrap_add(acc, wrap_mul(xv, yv));
+                       }
+                       c[r * n + j] = from_compute<T>(static_cast<compute_t<T>>(acc));
+                     }
+                   }
+                 });
+    if constexpr (is_float_storage_v<T> && !std::is_same_v<T, ir::f16_t> &&
+                  !std::is_same_v<T, ir::bf16_t>)
+      epilogue<T>(ctx, c, static_cast<std::int64_t>(a_off_.size()) * m, n,
+                  reinterpret_cast<const T*>(s_.bias), s_.act);
+  }
+
+private:
+  MatMulSpec s_;
+  Geometry g_;
+  std::vector<std::int64_t> a_off_, b_off_;
+};
+
+// ---- the MatMul op
+// -------------------------------------------------------------------------------
+
+MatMulSpec spec_of(const NodeView& n) {
+  const auto& a = n.node().attr<ir::MatMulAttrs>();
+  MatMulSpec s;
+  s.a_sizes = n.in(0).sizes();
+  s.b_sizes = n.in(1).sizes();
+  s.out_sizes = n.out().sizes();
+  s.transpose_a = a.transpose_a;
+  s.transpose_b = a.transpose_b;
+  s.dtype = n.out().dtype;
+  return s;
+}
+
+MatMulSpec spec_of(const LowerContext& c) {
+  MatMulSpec s = spec_of(static_cast<const NodeView&>(c));
+  s.a = c.src(0);
+  s.b = c.src(1);
+  s.out = c.dst();
+  return s;
+}
+
+bool accepts_onednn(const NodeView& n) {
+  return choose_gemm(spec_of(n), n.opts.gemm) == GemmImpl::onednn;
+}
+bool accepts_openblas(const NodeView& n) {
+  return choose_gemm(spec_of(n), n.opts.gemm) == GemmImpl::openblas;
+}
+std::int64_t onednn_scratch(const NodeView& n) {
+  return matmul_scratch_bytes(spec_of(n), GemmImpl::onednn);
+}
+std::unique_ptr<Kernel> make_onednn_op(const LowerContext& c) {
+  MatMulSpec s = spec_of(c);
+  return make_matmul_kernel(s, GemmImpl::onednn,
+                            c.scratch(matmul_scratch_bytes(s, GemmImpl::onednn)));
+}
+std::unique_ptr<Kernel> make_openblas_op(const LowerContext& c) {
+  return make_matmul_kernel(spec_of(c), GemmImpl::openblas, nullptr);
+}
+std::unique_ptr<Kernel> make_loop_op(const LowerContext& c) {
+  return make_matmul_kernel(spec_of(c), GemmImpl::loop, nullptr);
+}
+
+constexpr KernelImpl kMatMul[] = {
+    {"onednn", accepts_onednn, onednn_scratch, make_onednn_op},
+    {"openblas", accepts_openblas, nullptr, make_openblas_op},
+    {"loop", accept_all, nullptr, make_loop_op},
+};
+
+} // namespace
+
+GemmImpl choose_gemm(const MatMulSpec& spec, GemmProvider provider) {
+  if (spec.dtype == ir::DType::f32)
+    return provider == GemmProvider::onednn ? GemmImpl::onednn : GemmImpl::openblas;
+  if (spec.dtype == ir::DType::f64)
+    return GemmImpl::openblas;
+  return GemmImpl::loop;
+}
+
+std::int64_t matmul_scratch_bytes(const MatMulSpec& spec, GemmImpl impl) {
+  if (impl != GemmImpl::onednn)
+    return 0;
+  return onednn::scratchpad_bytes(onednn_matmul(spec).pd);
+}
+
+std::unique_ptr<Kernel> make_matmul_kernel(const MatMulSpec& spec, GemmImpl impl,
+                                           std::byte* scratch) {
+  switch (impl) {
+  case GemmImpl::onednn:
+    if (spec.dtype != ir::DType::f32)
+      throw Error("rlx-cpu: the oneDNN matmul runs f32 only");
+    return make_onednn(spec, scratch);
+  case GemmImpl::openblas:
+    if (spec.dtype == ir::DType::f32)
+      return std::make_unique<BlasMatmul<float>>(spec);
+    if (spec.dtype == ir::DType::f64)
+      return std::make_unique<BlasMatmul<double>>(spec);
+    throw Error("rlx-cpu: the OpenBLAS matmul runs f32 and f64 only");
+  case GemmImpl::loop:
+    break;
+  }
+  return visit_dtype(spec.dtype, [&]<class T>() -> std::unique_ptr<Kernel> {
+    if constexpr (std::is_same_v<T, bool>)
+      throw Error("rlx-cpu: matmul on bool");
+    else
+      return std::make_unique<LoopMatmul<T>>(spec);
+  });
+}
+
+std::span<const KernelImpl> matmul_impls() {
+  return kMatMul;
+}
+
+} // namespace rlx::cpu

@@ -1,0 +1,45 @@
+// matmul.hpp (private): the MatMul kernel builder, with the bias + activation epilogue that a
+// fused MatMul+Bias+Act op (a later fusion issue) lowers onto; MatMul itself uses no epilogue.
+#pragma once
+
+#include "kernel.hpp"
+#include "rlx/cpu/backend.hpp"
+#include "rlx/ir/attrs.hpp"
+#include "rlx/ir/dtype.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rlx::cpu {
+
+/// One matrix product out = act(op(a) op(b) + bias) with NumPy batch broadcasting; op transposes
+/// the last two axes when the flag is set. Addresses may be null when only scratch is queried.
+struct MatMulSpec {
+  std::vector<std::int64_t> a_sizes, b_sizes, out_sizes;
+  bool transpose_a = false;
+  bool transpose_b = false;
+  ir::DType dtype = ir::DType::f32;
+  const std::byte* a = nullptr;
+  const std::byte* b = nullptr;
+  std::byte* out = nullptr;
+  /// Optional bias of shape [N] added to every row of the product (epilogue).
+  const std::byte* bias = nullptr;
+  /// Activation applied after the bias (epilogue).
+  ir::Activation act = ir::Activation::none;
+};
+
+/// The GEMM implementations, in preference order.
+enum class GemmImpl : std::uint8_t { onednn, openblas, loop };
+
+/// The implementation \p provider selects for \p spec's dtype.
+GemmImpl choose_gemm(const MatMulSpec& spec, GemmProvider provider);
+/// The scratch bytes (oneDNN scratchpad) that implementation \p impl needs for \p spec.
+std::int64_t matmul_scratch_bytes(const MatMulSpec& spec, GemmImpl impl);
+/// Builds the kernel of \p spec with implementation \p impl; \p scratch holds
+/// matmul_scratch_bytes() bytes.
+std::unique_ptr<Kernel> make_matmul_kernel(const MatMulSpec& spec, GemmImpl impl,
+                                           std::byte* scratch);
+
+} // namespace rlx::cpu

@@ -1,0 +1,71 @@
+// onednn.hpp (private): the oneDNN engine, memory descriptors over arena slots, and primitives
+// bound to their arena arguments at compile time.
+#pragma once
+
+#include "kernel.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "rlx/ir/op.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace rlx::cpu::onednn {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+/// The process-wide oneDNN CPU engine.
+dnnl::engine& engine();
+
+/// A row-major descriptor of static \p sizes (rank 0 is treated as [1]).
+dnnl::memory::desc plain_md(const std::vector<std::int64_t>& sizes, dt type = dt::f32);
+/// A descriptor with explicit element strides.
+dnnl::memory::desc strided_md(const std::vector<std::int64_t>& sizes,
+                              const std::vector<std::int64_t>& strides, dt type = dt::f32);
+
+/// Primitive attributes with a user-managed scratchpad (planned in the arena) plus \p base.
+dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr base = {});
+
+/// Scratchpad bytes of a primitive descriptor created with user_scratchpad().
+std::int64_t scratchpad_bytes(const dnnl::primitive_desc_base& pd);
+
+/// A oneDNN eltwise algorithm with its alpha and beta.
+struct EltwiseAlg {
+  dnnl::algorithm alg;
+  float alpha = 0;
+  float beta = 0;
+};
+/// The eltwise algorithm computing unary op \p op exactly as the op table defines it, if oneDNN
+/// has one.
+std::optional<EltwiseAlg> eltwise_alg(ir::OpKind op);
+
+/// A primitive with every argument bound to an arena address at compile time; run() passes a
+/// prebuilt argument array to oneDNN's C API, so rlx allocates nothing per run.
+class BoundPrimitive {
+public:
+  explicit BoundPrimitive(dnnl::primitive p) : prim_(std::move(p)) {}
+  /// Binds argument \p arg (DNNL_ARG_SRC, ...) to the buffer at \p ptr described by \p md.
+  void bind(int arg, const dnnl::memory::desc& md, void* ptr);
+  /// Executes the primitive on \p stream (blocking: oneDNN's CPU runtime here is OpenMP).
+  void run(dnnl::stream& stream) const;
+
+private:
+  dnnl::primitive prim_;
+  std::vector<dnnl::memory> mems_;
+  std::vector<dnnl_exec_arg_t> args_;
+};
+
+/// A kernel that runs one bound oneDNN primitive.
+class PrimitiveKernel final : public Kernel {
+public:
+  explicit PrimitiveKernel(BoundPrimitive p) : prim_(std::move(p)) {}
+  void run(ExecContext& ctx) override { prim_.run(*ctx.stream); }
+
+private:
+  BoundPrimitive prim_;
+};
+
+} // namespace rlx::cpu::onednn

@@ -1,0 +1,64 @@
+// simd.cpp: the multiversioned f32 row kernels of simd.hpp.
+#include "simd.hpp"
+
+namespace rlx::cpu::simd {
+
+RLX_CPU_MULTIVERSION float sum(const float* x, std::int64_t n) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t i = 0; i < n; ++i)
+    s += x[i];
+  return s;
+}
+
+RLX_CPU_MULTIVERSION float dot(const float* a, const float* b, std::int64_t n) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t i = 0; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+RLX_CPU_MULTIVERSION void scale_mul(float* y, const float* x, const float* g, float s,
+                                    std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = x[i] * s * g[i];
+}
+
+RLX_CPU_MULTIVERSION float sum_squares(const float* x, std::int64_t n) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t i = 0; i < n; ++i)
+    s += x[i] * x[i];
+  return s;
+}
+
+RLX_CPU_MULTIVERSION float max(const float* x, std::int64_t n) {
+  float m = x[0];
+  bool nan = false;
+#pragma omp simd reduction(max : m) reduction(|| : nan)
+  for (std::int64_t i = 0; i < n; ++i) {
+    m = x[i] > m ? x[i] : m;
+    nan = nan || (x[i] != x[i]);
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
+RLX_CPU_MULTIVERSION float exp_shift_sum(float* x, std::int64_t n, float m) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t i = 0; i < n; ++i) {
+    x[i] = exp(x[i] - m);
+    s += x[i];
+  }
+  return s;
+}
+
+RLX_CPU_MULTIVERSION void scale(float* x, float s, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i)
+    x[i] *= s;
+}
+
+} // namespace rlx::cpu::simd

@@ -1,0 +1,269 @@
+// executable_test.cpp: the CPU executable: the arena and kernel list, views without kernels,
+// constants, I/O type checks, clear errors, and no allocation per run.
+#include "rlx/compile/memory_plan.hpp"
+#include "rlx/compile/pipeline.hpp"
+#include "rlx/cpu/backend.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/ir/error.hpp"
+#include "rlx/ir/reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+// Counts operator new calls while g_counting is set (the no-allocation-per-run test).
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<long> g_allocations{0};
+} // namespace
+
+void* operator new(std::size_t n) {
+  if (g_counting.load(std::memory_order_relaxed))
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n))
+    return p;
+  throw std::bad_alloc();
+}
+// The replaced operator new allocates with malloc, so free is the matching release; GCC cannot
+// see through the replacement.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+#pragma GCC diagnostic pop
+
+namespace {
+
+using namespace rlx;
+using ir::DType;
+using ir::Shape;
+using ir::Tensor;
+
+std::unique_ptr<compile::Executable> compile_graph(const ir::Graph& g,
+                                                   const cpu::CpuBackend& backend) {
+  compile::CompileOptions o;
+  o.fold_constants = false;
+  o.fuse = false;
+  return backend.compile(compile::CompilePipeline(backend, o).run(g).lir);
+}
+
+Tensor iota(const std::vector<std::int64_t>& sizes, double scale = 0.1) {
+  Tensor t(Shape::of(sizes));
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.set_f64(i, scale * static_cast<double>(i % 17) - 0.7);
+  return t;
+}
+
+template <class Fn> std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CpuExecutable, RunsAGraphAndMatchesTheReference) {
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({4, 6}));
+  auto w = b.param("w", Shape::of({5, 6}));
+  auto y = b.matmul(x, w, false, true);
+  b.output(b.relu(b.add(y, b.constant(iota({5}, 0.3)))));
+  cpu::CpuBackend backend;
+  auto exe = compile_graph(g, backend);
+  Tensor xv = iota({4, 6}), wv = iota({5, 6}, 0.05);
+  exe->set_input("x", xv);
+  exe->set_param("w", wv);
+  exe->execute();
+  auto want = ir::reference::evaluate(g, {{"x", xv}}, {{"w", wv}});
+  EXPECT_LE(ir::max_abs_diff(exe->output(0), want[0]), 1e-5);
+  // A second run with new inputs reuses the same arena.
+  Tensor x2 = iota({4, 6}, -0.2);
+  exe->set_input("x", x2);
+  exe->execute();
+  want = ir::reference::evaluate(g, {{"x", x2}}, {{"w", wv}});
+  EXPECT_LE(ir::max_abs_diff(exe->output(0), want[0]), 1e-5);
+  EXPECT_GT(exe->device_bytes(), 0);
+}
+
+TEST(CpuExecutable, ViewsGetNoKernel) {
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({2, 3, 4}));
+  auto e = b.exp(x);
+  auto r = b.reshape(e, {6, 4}); // a view: aliased, no kernel
+  auto n = b.narrow(r, 0, 2, 3); // axis-0 narrow: a view too
+  b.output(b.mul(n, n));
+  b.output(b.reshape(n, {12})); // a view that is an output: its root becomes one
+  cpu::CpuBackend backend;
+  auto exe = compile_graph(g, backend);
+  std::string listing = cpu::kernel_listing(*exe);
+  EXPECT_EQ(listing.find("reshape"), std::string::npos) << listing;
+  EXPECT_EQ(listing.find("narrow"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("exp"), std::string::npos) << listing;
+  int kernels = 0;
+  for (char ch : listing)
+    kernels += ch == '\n';
+  EXPECT_EQ(kernels, 2) << listing; // exp and mul
+  Tensor xv = iota({2, 3, 4});
+  exe->set_input("x", xv);
+  exe->execute();
+  auto want = ir::reference::evaluate(g, {{"x", xv}});
+  EXPECT_LE(ir::max_abs_diff(exe->output(0), want[0]), 1e-6);
+  EXPECT_LE(ir::max_abs_diff(exe->output(1), want[1]), 1e-6);
+}
+
+TEST(CpuExecutable, InputTypesAreCheckedExactly) {
+  ir::Graph g;
+  ir::Builder b(g);
+  b.output(b.neg(b.input("x", Shape::of({2, 3}))));
+  b.param("unused_w", Shape::of({2}, DType::f64));
+  cpu::CpuBackend backend;
+  auto exe = compile_graph(g, backend);
+  std::string e = error_of([&] { exe->set_input("x", Tensor(Shape::of({2, 4}))); });
+  EXPECT_NE(e.find("'x'"), std::string::npos) << e;
+  EXPECT_NE(e.find("[2, 3] f32"), std::string::npos) << e;
+  EXPECT_NE(e.find("[2, 4] f32"), std::string::npos) << e;
+  e = error_of([&] { exe->set_input("x", Tensor(Shape::of({2, 3}, DType::f64))); });
+  EXPECT_NE(e.find("f64"), std::string::npos) << e;
+  e = error_of([&] { exe->set_input("y", Tensor(Shape::of({2, 3}))); });
+  EXPECT_NE(e.find("no input named 'y'"), std::string::npos) << e;
+  EXPECT_NE(e.find("x"), std::string::npos) << e;
+  e = error_of([&] { exe->set_param("x", Tensor(Shape::of({2, 3}))); });
+  EXPECT_NE(e.find("no param named 'x'"), std::string::npos) << e;
+  e = error_of([&] { exe->execute(); });
+  EXPECT_NE(e.find("never set"), std::string::npos) << e;
+  exe->set_input("x", iota({2, 3}));
+  e = error_of([&] { exe->execute(); });
+  EXPECT_NE(e.find("'unused_w'"), std::string::npos) << e;
+  exe->set_param("unused_w", Tensor(Shape::of({2}, DType::f64)));
+  exe->execute();
+  e = error_of([&] { (void)exe->output(1); });
+  EXPECT_NE(e.find("out of range"), std::string::npos) << e;
+}
+
+TEST(CpuExecutable, RunTimeErrorsNameTheNode) {
+  ir::Graph g;
+  ir::Builder b(g);
+  auto table = b.input("table", Shape::of({4, 2}));
+  auto idx = b.input("idx", Shape::of({3}, DType::i64));
+  b.output(b.gather(table, idx, 0));
+  cpu::CpuBackend backend;
+  auto exe = compile_graph(g, backend);
+  exe->set_input("table", iota({4, 2}));
+  exe->set_input("idx", Tensor::from<std::int64_t>({3}, {0, 7, 1}));
+  std::string e = error_of([&] { exe->execute(); });
+  EXPECT_NE(e.find("gather"), std::string::npos) << e;
+  EXPECT_NE(e.find("index 7"), std::string::npos) << e;
+
+  ir::Graph g2;
+  ir::Builder b2(g2);
+  b2.output(
+      b2.div(b2.input("a", Shape::of({3}, DType::i32)), b2.input("b", Shape::of({3}, DType::i32))));
+  auto exe2 = compile_graph(g2, backend);
+  exe2->set_input("a", Tensor::from<std::int32_t>({3}, {1, 2, 3}));
+  exe2->set_input("b", Tensor::from<std::int32_t>({3}, {1, 0, 3}));
+  e = error_of([&] { exe2->execute(); });
+  EXPECT_NE(e.find("division by zero"), std::string::npos) << e;
+}
+
+TEST(CpuExecutable, CompileRejectsWhatItCannotRun) {
+  cpu::CpuBackend backend;
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({2, 3, 4}));
+  ir::DotGeneralAttrs dg;
+  dg.lhs_contracting = {2};
+  dg.rhs_contracting = {2};
+  b.output(b.dot_general(x, x, dg));
+  // MIR module: not LIR.
+  std::string e = error_of([&] { (void)backend.compile(ir::Module::mir(g)); });
+  EXPECT_NE(e.find("LIR"), std::string::npos) << e;
+  // An LIR that still holds an unclaimed op (no legalisation).
+  compile::PlanOptions po;
+  auto lir = ir::Module::lir(g, compile::plan_memory(g, po));
+  e = error_of([&] { (void)backend.compile(lir); });
+  EXPECT_NE(e.find("dot_general"), std::string::npos) << e;
+  EXPECT_NE(e.find("does not claim"), std::string::npos) << e;
+}
+
+TEST(CpuExecutable, ScratchMustBePlanned) {
+  cpu::CpuBackend backend;
+  ir::Graph g;
+  ir::Builder b(g);
+  ir::AttentionAttrs a;
+  a.num_heads = 2;
+  a.num_kv_heads = 2;
+  auto q = b.input("q", Shape::of({1, 5, 2, 8}));
+  b.output(b.attention(q, q, q, a));
+  EXPECT_GT(backend.scratch_bytes(g, ir::NodeId(1)), 0);
+  compile::PlanOptions po; // no scratch_bytes: the attention tiles are missing
+  std::string e =
+      error_of([&] { (void)backend.compile(ir::Module::lir(g, compile::plan_memory(g, po))); });
+  EXPECT_NE(e.find("scratch"), std::string::npos) << e;
+  EXPECT_NE(e.find("attention"), std::string::npos) << e;
+}
+
+TEST(CpuExecutable, ExecuteDoesNotAllocate) {
+  // Our own kernels only (oneDNN's execute builds small argument maps inside the library).
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({2, 12, 4, 16}));
+  auto gamma = b.param("g", Shape::of({16}));
+  auto n = b.rms_norm(x, gamma, 1e-6);
+  ir::RopeAttrs ra;
+  auto r = b.rope(n, ra);
+  ir::AttentionAttrs aa;
+  aa.num_heads = 4;
+  aa.num_kv_heads = 4;
+  aa.mask = ir::MaskKind::causal;
+  auto att = b.attention(r, r, x, aa);
+  auto t = b.transpose(att, {0, 2, 1, 3});
+  auto s = b.sum(b.add(t, t), {-1});
+  auto idx = b.input("idx", Shape::of({3}, DType::i64));
+  b.output(b.gather(s, idx, 1));
+  cpu::CpuBackend backend;
+  auto exe = compile_graph(g, backend);
+  exe->set_input("x", iota({2, 12, 4, 16}));
+  exe->set_param("g", iota({16}, 0.2));
+  exe->set_input("idx", Tensor::from<std::int64_t>({3}, {0, 3, 1}));
+  exe->execute(); // warm up (TBB's pool starts its threads)
+  g_allocations = 0;
+  g_counting = true;
+  exe->execute();
+  exe->execute();
+  g_counting = false;
+  EXPECT_EQ(g_allocations.load(), 0) << cpu::kernel_listing(*exe);
+}
+
+TEST(CpuExecutable, ThreadCountsAgree) {
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({3, 40, 2, 32}));
+  ir::AttentionAttrs a;
+  a.num_heads = 2;
+  a.num_kv_heads = 1;
+  a.mask = ir::MaskKind::causal;
+  auto kv = b.narrow(x, 2, 0, 1);
+  b.output(b.softmax(b.attention(x, kv, kv, a), -1));
+  Tensor xv = iota({3, 40, 2, 32});
+  std::vector<Tensor> outs;
+  for (int threads : {1, 2}) {
+    cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::onednn, threads});
+    auto exe = compile_graph(g, backend);
+    exe->set_input("x", xv);
+    exe->execute();
+    outs.push_back(exe->output(0));
+  }
+  // Tasks are split differently but each task computes its rows the same way.
+  EXPECT_TRUE(outs[0].identical(outs[1]));
+}
+
+} // namespace

@@ -1,0 +1,136 @@
+// kernels_test.cpp: kernel building blocks below the public API: the MatMul bias + activation
+// epilogue (the hook a fused MatMul+Bias+Act op will lower onto), the vectorised exp, and
+// broadcast iteration plans.
+#include "broadcast.hpp"
+#include "matmul.hpp"
+#include "onednn.hpp"
+#include "simd.hpp"
+
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <random>
+
+namespace {
+
+using namespace rlx;
+
+/// act(A·Bᵀ + bias) in double, A [M, K], B [N, K].
+std::vector<double> expected(const std::vector<float>& a, const std::vector<float>& b,
+                             const std::vector<float>& bias, std::int64_t m, std::int64_t n,
+                             std::int64_t k, bool gelu) {
+  std::vector<double> y(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double s = bias[static_cast<std::size_t>(j)];
+      for (std::int64_t p = 0; p < k; ++p)
+        s += static_cast<double>(a[static_cast<std::size_t>(i * k + p)]) *
+             b[static_cast<std::size_t>(j * k + p)];
+      y[static_cast<std::size_t>(i * n + j)] =
+          gelu ? 0.5 * s * (1 + std::erf(s / std::sqrt(2.0))) : s;
+    }
+  return y;
+}
+
+class MatmulEpilogue : public testing::TestWithParam<cpu::GemmImpl> {};
+
+TEST_P(MatmulEpilogue, BiasAndActivationMatchTheDefinition) {
+  const std::int64_t batch = 2, m = 5, n = 7, k = 12;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(static_cast<std::size_t>(batch * m * k)), b(static_cast<std::size_t>(n * k)),
+      bias(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(batch * m * n), -99.0f);
+  for (auto* v : {&a, &b, &bias})
+    for (auto& x : *v)
+      x = u(rng);
+  for (bool gelu : {false, true}) {
+    cpu::MatMulSpec s;
+    s.a_sizes = {batch, m, k};
+    s.b_sizes = {n, k};
+    s.out_sizes = {batch, m, n};
+    s.transpose_b = true;
+    s.a = reinterpret_cast<const std::byte*>(a.data());
+    s.b = reinterpret_cast<const std::byte*>(b.data());
+    s.out = reinterpret_cast<std::byte*>(y.data());
+    s.bias = reinterpret_cast<const std::byte*>(bias.data());
+    s.act = gelu ? ir::Activation::gelu : ir::Activation::none;
+    std::vector<std::byte> scratch(
+        static_cast<std::size_t>(cpu::matmul_scratch_bytes(s, GetParam())) + 1);
+    auto kernel = cpu::make_matmul_kernel(s, GetParam(), scratch.data());
+    tbb::task_arena pool(2);
+    dnnl::stream stream(cpu::onednn::engine());
+    cpu::ExecContext ctx{&pool, &stream, 2};
+    kernel->run(ctx);
+    auto want = expected(a, b, bias, batch * m, n, k, gelu);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      EXPECT_NEAR(y[i], want[i], 2e-5) << "element " << i << (gelu ? " (gelu)" : "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllGemms, MatmulEpilogue,
+                         testing::Values(cpu::GemmImpl::onednn, cpu::GemmImpl::openblas,
+                                         cpu::GemmImpl::loop),
+                         [](const testing::TestParamInfo<cpu::GemmImpl>& i) {
+                           return std::string(i.param == cpu::GemmImpl::onednn     ? "onednn"
+                                              : i.param == cpu::GemmImpl::openblas ? "openblas"
+                                                                                   : "loop");
+                         });
+
+TEST(SimdExp, WithinTwoUlpOverTheWholeRange) {
+  float worst = 0;
+  for (float x = -87.0f; x < 88.5f; x += 0.00731f) {
+    double want = std::exp(static_cast<double>(x));
+    double got = cpu::simd::exp(x);
+    float ulp = std::nextafter(static_cast<float>(want), INFINITY) - static_cast<float>(want);
+    worst = std::max(worst, static_cast<float>(std::fabs(got - want) / ulp));
+  }
+  EXPECT_LE(worst, 2.0f);
+  EXPECT_EQ(cpu::simd::exp(-INFINITY), 0.0f);
+  EXPECT_EQ(cpu::simd::exp(-200.0f), 0.0f);
+  EXPECT_EQ(cpu::simd::exp(100.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(cpu::simd::exp(NAN)));
+  EXPECT_EQ(cpu::simd::exp(0.0f), 1.0f);
+}
+
+TEST(SimdRows, ReductionsMatchPlainLoops) {
+  std::vector<float> x(1003);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(static_cast<float>(i)) * 3;
+  double sum = 0, sq = 0;
+  float mx = x[0];
+  for (float v : x) {
+    sum += v;
+    sq += static_cast<double>(v) * v;
+    mx = std::max(mx, v);
+  }
+  auto n = static_cast<std::int64_t>(x.size());
+  EXPECT_NEAR(cpu::simd::sum(x.data(), n), sum, 1e-3);
+  EXPECT_NEAR(cpu::simd::sum_squares(x.data(), n), sq, 1e-2);
+  EXPECT_EQ(cpu::simd::max(x.data(), n), mx);
+  x[500] = NAN;
+  EXPECT_TRUE(std::isnan(cpu::simd::max(x.data(), n)));
+}
+
+TEST(BroadcastPlan, CollapsesContiguousDimsAndZeroesBroadcastStrides) {
+  std::vector<std::vector<std::int64_t>> ins{{2, 3, 4}, {4}};
+  auto p = cpu::plan_broadcast({2, 3, 4}, ins);
+  ASSERT_EQ(p.dims, (std::vector<std::int64_t>{6, 4}));
+  EXPECT_EQ(p.strides[0], (std::vector<std::int64_t>{4, 1}));
+  EXPECT_EQ(p.strides[1], (std::vector<std::int64_t>{0, 1}));
+  std::vector<std::vector<std::int64_t>> outer{{4, 1}, {1, 5}};
+  auto q = cpu::plan_broadcast({4, 5}, outer);
+  ASSERT_EQ(q.dims, (std::vector<std::int64_t>{4, 5}));
+  EXPECT_EQ(q.strides[0], (std::vector<std::int64_t>{1, 0}));
+  EXPECT_EQ(q.strides[1], (std::vector<std::int64_t>{0, 1}));
+  std::int64_t off[2];
+  q.row_offsets(3, off);
+  EXPECT_EQ(off[0], 3);
+  EXPECT_EQ(off[1], 0);
+  std::vector<std::vector<std::int64_t>> scalars{{}, {}};
+  auto r = cpu::plan_broadcast({}, scalars);
+  EXPECT_EQ(r.dims, (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(r.rows(), 1);
+}
+
+} // namespace

@@ -1,0 +1,854 @@
+// op_cases.cpp: the conformance table.
+//
+// Tolerances. The oracle (rlx::ir::reference) computes every float op in double precision and
+// rounds the result to the node's dtype once per op. A kernel's error is therefore judged against
+// the textbook first-order bounds of the algorithm it must implement, with u the unit roundoff of
+// the dtype (2^-24 for f32, 2^-53 for f64, 2^-11 for f16, 2^-8 for bf16):
+//   - data movement, comparisons, casts, integer arithmetic, quantization: exact (bytewise or
+//     integer results; quantization is defined in double on both sides);
+//   - +, -, *, /, max, min on floats: exact, because a correctly rounded f32 op equals the double
+//     result rounded to f32 (double rounding is innocuous when the wide precision is at least
+//     2p + 2 bits, which holds for f32/f16/bf16 in double and f16/bf16 in f32);
+//   - transcendental elementwise functions: a few ulp for libm / oneDNN / our polynomial
+//     approximations, plus an absolute term u·|x|max for cancellation near the function's zeros;
+//   - an n-term sum of products with |terms| <= m: gamma_n · n · m with gamma_n ≈ n·u (Higham,
+//     "Accuracy and Stability of Numerical Algorithms", §3.1), which covers any summation order;
+//   - composites (softmax, norms, attention, blocks): the sum of their stages' bounds.
+// Shapes are small, so the bounds stay tight enough that an indexing or masking bug (an O(1)
+// error) can never pass.
+#include "op_cases.hpp"
+
+#include "rlx/ir/builder.hpp"
+#include "rlx/ir/custom_op.hpp"
+#include "rlx/ir/error.hpp"
+
+#include <cmath>
+#include <mutex>
+
+namespace rlx::conformance {
+namespace {
+
+using ir::DType;
+using K = ir::OpKind;
+using Sizes = std::vector<std::int64_t>;
+
+// ---- tolerances
+// ----------------------------------------------------------------------------------
+
+/// Unit roundoff of \p t.
+double unit(DType t) {
+  switch (t) {
+  case DType::f64:
+    return 0x1p-53;
+  case DType::f16:
+    return 0x1p-11;
+  case DType::bf16:
+    return 0x1p-8;
+  default:
+    return 0x1p-24;
+  }
+}
+
+Tolerance exact(std::string why) {
+  return {0.0, 0.0, std::move(why)};
+}
+
+/// A few-ulp elementwise function: \p ulps · u relative, plus ulps · u · \p scale absolute.
+Tolerance ulps(DType t, double ulps, double scale, std::string why) {
+  return {ulps * unit(t) * scale, ulps * unit(t), std::move(why)};
+}
+
+/// An n-term sum of products of magnitude at most \p m: gamma_n · n · m absolute (+ 2u relative
+/// for the final rounding).
+Tolerance sum_of_products(DType t, std::int64_t n, double m, std::string why) {
+  double nn = static_cast<double>(n);
+  return {nn * unit(t) * nn * m, 2 * unit(t), std::move(why)};
+}
+
+Tolerance elementwise_fn(DType t, double scale) {
+  if (t == DType::f32)
+    return ulps(t, 16, scale,
+                "<= 16 ulp: oneDNN / libm / polynomial approximations of exp, log, tanh, erf and "
+                "sigmoid; absolute term for cancellation near the function's zeros");
+  if (t == DType::f64)
+    return ulps(t, 4, scale, "<= 4 ulp: double libm against double libm");
+  return ulps(t, 2, scale, "1 ulp of the narrow type: computed in f32, rounded once");
+}
+
+// ---- inputs
+// --------------------------------------------------------------------------------------
+
+InputSpec in(std::string name, Sizes dims, DType t = DType::f32, double lo = -1, double hi = 1) {
+  return {std::move(name), ir::Shape::of(dims, t), Fill::uniform, lo, hi, false};
+}
+InputSpec ints(std::string name, Sizes dims, DType t, double lo, double hi) {
+  return {std::move(name), ir::Shape::of(dims, t), Fill::integers, lo, hi, false};
+}
+InputSpec with(InputSpec s, Fill f) {
+  s.fill = f;
+  return s;
+}
+InputSpec as_param(InputSpec s) {
+  s.param = true;
+  return s;
+}
+
+std::string dn(DType t) {
+  return std::string(ir::dtype_name(t));
+}
+std::string on(K k) {
+  return std::string(ir::op_name(k));
+}
+
+/// The table being built.
+class Table {
+public:
+  void add(std::string name, K op, std::vector<InputSpec> inputs, ir::Attrs attrs, Tolerance tol) {
+    cases_.push_back(
+        {std::move(name), op, std::move(inputs), std::move(attrs), std::move(tol), {}});
+  }
+  void add_built(std::string name, K op, std::vector<InputSpec> inputs, Tolerance tol,
+                 std::function<ir::NodeId(ir::Graph&, const std::vector<ir::NodeId>&)> build) {
+    cases_.push_back({std::move(name), op, std::move(inputs), ir::default_attrs(op), std::move(tol),
+                      std::move(build)});
+  }
+  std::vector<OpCase> take() { return std::move(cases_); }
+
+private:
+  std::vector<OpCase> cases_;
+};
+
+// ---- elementwise
+// ---------------------------------------------------------------------------------
+
+void unary_cases(Table& t) {
+  struct U {
+    K op;
+    double lo, hi;
+  };
+  const U float_ops[] = {
+      {K::Exp, -10, 10},        {K::Log, 0.05, 8}, {K::Sqrt, 0, 9},     {K::Rsqrt, 0.1, 9},
+      {K::Reciprocal, 0.25, 4}, {K::Tanh, -4, 4},  {K::Sigmoid, -8, 8}, {K::Gelu, -4, 4},
+      {K::GeluTanh, -4, 4},     {K::Silu, -6, 6},  {K::Sin, -4, 4},     {K::Cos, -4, 4},
+      {K::Erf, -3, 3},          {K::Neg, -4, 4},   {K::Abs, -4, 4},     {K::Relu, -4, 4},
+  };
+  for (const U& u : float_ops) {
+    double scale = std::max(std::fabs(u.lo), std::fabs(u.hi));
+    if (u.op == K::Exp)
+      scale = 1.0; // exp has no zeros: its error is relative
+    for (DType d : {DType::f32, DType::f64})
+      t.add(on(u.op) + "_" + dn(d), u.op, {in("x", {3, 17}, d, u.lo, u.hi)}, ir::NoAttrs{},
+            elementwise_fn(d, scale));
+    // A tensor large enough for the parallel path (more than one task of 32768 elements).
+    t.add(on(u.op) + "_large_f32", u.op, {in("x", {64, 1031}, DType::f32, u.lo, u.hi)},
+          ir::NoAttrs{}, elementwise_fn(DType::f32, scale));
+  }
+  for (K op : {K::Exp, K::Tanh, K::Gelu})
+    for (DType d : {DType::f16, DType::bf16})
+      t.add(on(op) + "_" + dn(d), op, {in("x", {5, 9}, d, -3, 3)}, ir::NoAttrs{},
+            elementwise_fn(d, op == K::Exp ? 1.0 : 3.0));
+  for (K op : {K::Neg, K::Abs, K::Relu})
+    for (DType d : {DType::i8, DType::i32, DType::i64, DType::u8})
+      t.add(on(op) + "_" + dn(d), op,
+            {ints("x", {4, 7}, d, d == DType::u8 ? 0 : -128, d == DType::u8 ? 255 : 127)},
+            ir::NoAttrs{}, exact("integer arithmetic is exact (wrapping)"));
+}
+
+void binary_cases(Table& t) {
+  const K ops[] = {K::Add, K::Sub, K::Mul, K::Div, K::Pow, K::Maximum, K::Minimum};
+  struct Shapes {
+    const char* name;
+    Sizes a, b;
+  };
+  const Shapes shapes[] = {
+      {"same", {4, 5}, {4, 5}},  {"row", {4, 5}, {5}},          {"outer", {4, 1}, {1, 5}},
+      {"scalar", {3, 4, 5}, {}}, {"middle", {2, 3, 4}, {3, 1}}, {"lhs_scalar", {}, {2, 6}},
+  };
+  for (K op : ops) {
+    bool pow = op == K::Pow;
+    double lo = pow ? 0.5 : -2, hi = 2;
+    Tolerance f32 = pow ? ulps(DType::f32, 2, 4, "powf against pow: <= 1 ulp each")
+                        : exact("a correctly rounded f32 op equals the double result rounded");
+    Tolerance f64 = pow ? ulps(DType::f64, 2, 4, "pow against pow: <= 1 ulp")
+                        : exact("the same double operation");
+    for (const Shapes& s : shapes) {
+      InputSpec b = in("b", s.b, DType::f32, op == K::Div ? 0.5 : (pow ? -2 : lo), hi);
+      t.add(on(op) + "_" + s.name + "_f32", op, {in("a", s.a, DType::f32, lo, hi), b},
+            ir::NoAttrs{}, f32);
+    }
+    t.add(on(op) + "_outer_f64", op,
+          {in("a", {4, 1}, DType::f64, lo, hi),
+           in("b", {1, 5}, DType::f64, op == K::Div ? 0.5 : lo, hi)},
+          ir::NoAttrs{}, f64);
+    t.add(on(op) + "_large_f32", op,
+          {in("a", {300, 257}, DType::f32, lo, hi),
+           in("b", {257}, DType::f32, op == K::Div ? 0.5 : lo, hi)},
+          ir::NoAttrs{}, f32);
+    for (DType d : {DType::f16, DType::bf16})
+      if (!pow)
+        t.add(on(op) + "_" + dn(d), op,
+              {in("a", {3, 8}, d, lo, hi), in("b", {8}, d, op == K::Div ? 0.5 : lo, hi)},
+              ir::NoAttrs{},
+              exact("f32 arithmetic rounded once to the narrow type is correctly rounded"));
+    for (DType d : {DType::i32, DType::i64, DType::i8}) {
+      InputSpec b = op == K::Div ? with(ints("b", {1, 5}, d, -5, 5), Fill::nonzero)
+                    : pow        ? ints("b", {1, 5}, d, 0, 3)
+                                 : ints("b", {1, 5}, d, -100, 100);
+      t.add(on(op) + "_" + dn(d), op, {ints("a", {4, 1}, d, -100, 100), b}, ir::NoAttrs{},
+            exact("integer arithmetic is exact (wrapping, truncating division)"));
+    }
+  }
+}
+
+void compare_where_cases(Table& t) {
+  for (ir::CmpOp op :
+       {ir::CmpOp::eq, ir::CmpOp::ne, ir::CmpOp::lt, ir::CmpOp::le, ir::CmpOp::gt, ir::CmpOp::ge}) {
+    std::string name = "compare_" + std::string(ir::enum_names(op)[static_cast<std::size_t>(op)]);
+    // Small integers stored as floats make ties likely.
+    t.add(name + "_f32", K::Compare,
+          {ints("a", {4, 6}, DType::f32, -2, 2), ints("b", {6}, DType::f32, -2, 2)},
+          ir::CompareAttrs{op}, exact("comparisons are exact"));
+    t.add(name + "_i64", K::Compare,
+          {ints("a", {3, 1}, DType::i64, -2, 2), ints("b", {1, 4}, DType::i64, -2, 2)},
+          ir::CompareAttrs{op}, exact("comparisons are exact"));
+  }
+  t.add("compare_eq_bool", K::Compare,
+        {ints("a", {5}, DType::boolean, 0, 1), ints("b", {5}, DType::boolean, 0, 1)},
+        ir::CompareAttrs{ir::CmpOp::eq}, exact("comparisons are exact"));
+  for (DType d : {DType::f32, DType::f64, DType::i64, DType::i8, DType::boolean, DType::f16})
+    t.add("where_" + dn(d), K::Where,
+          {ints("c", {4, 1}, DType::boolean, 0, 1), ints("a", {4, 5}, d, -9, 9),
+           ints("b", {5}, d, -9, 9)},
+          ir::NoAttrs{}, exact("a selection copies elements"));
+  t.add("where_large_f32", K::Where,
+        {ints("c", {200, 300}, DType::boolean, 0, 1), in("a", {200, 300}), in("b", {300})},
+        ir::NoAttrs{}, exact("a selection copies elements"));
+}
+
+void cast_cases(Table& t) {
+  struct C {
+    DType from, to;
+    double lo, hi;
+    bool integral;
+  };
+  const C casts[] = {
+      {DType::f32, DType::f64, -10, 10, false},       {DType::f64, DType::f32, -10, 10, false},
+      {DType::f32, DType::i32, -100, 100, false},     {DType::f32, DType::u8, -20, 300, false},
+      {DType::f32, DType::i8, -200, 200, false},      {DType::f64, DType::i64, -1e6, 1e6, false},
+      {DType::i64, DType::f32, -1e6, 1e6, true},      {DType::i32, DType::boolean, -2, 2, true},
+      {DType::boolean, DType::f32, 0, 1, true},       {DType::f32, DType::boolean, -1, 1, false},
+      {DType::f32, DType::f16, -70000, 70000, false}, {DType::f16, DType::f32, -100, 100, false},
+      {DType::f64, DType::f16, -10, 10, false},       {DType::f32, DType::bf16, -10, 10, false},
+      {DType::bf16, DType::f64, -10, 10, false},      {DType::u8, DType::i32, 0, 255, true},
+      {DType::i64, DType::i8, -1000, 1000, true},     {DType::i32, DType::f64, -1000, 1000, true},
+  };
+  for (const C& c : casts) {
+    InputSpec x =
+        c.integral ? ints("x", {3, 11}, c.from, c.lo, c.hi) : in("x", {3, 11}, c.from, c.lo, c.hi);
+    t.add("cast_" + dn(c.from) + "_to_" + dn(c.to), K::Cast, {x}, ir::CastAttrs{c.to},
+          exact("casts are defined exactly (round to nearest even, truncate and saturate, wrap)"));
+  }
+  t.add("cast_f32_to_f64_large", K::Cast, {in("x", {128, 300})}, ir::CastAttrs{DType::f64},
+        exact("widening is exact"));
+}
+
+// ---- linear algebra
+// ------------------------------------------------------------------------------
+
+void matmul_cases(Table& t) {
+  struct M {
+    const char* name;
+    Sizes a, b;
+    bool ta, tb;
+  };
+  const M cases[] = {
+      {"plain", {7, 5}, {5, 9}, false, false},
+      {"ta", {5, 7}, {5, 9}, true, false},
+      {"tb", {7, 5}, {9, 5}, false, true},
+      {"ta_tb", {5, 7}, {9, 5}, true, true},
+      {"batched", {2, 3, 4, 5}, {2, 3, 5, 6}, false, false},
+      {"batch_broadcast", {2, 1, 4, 5}, {3, 5, 6}, false, false},
+      {"shared_weight_tb", {2, 7, 5}, {9, 5}, false, true},
+      {"lhs_broadcast", {4, 5}, {3, 5, 6}, false, false},
+      {"batched_ta_tb", {3, 5, 4}, {3, 6, 5}, true, true},
+      {"large_k", {16, 48}, {48, 24}, false, false},
+  };
+  for (const M& m : cases) {
+    std::int64_t k = m.ta ? m.a[m.a.size() - 2] : m.a.back();
+    for (DType d : {DType::f32, DType::f64})
+      t.add(std::string("matmul_") + m.name + "_" + dn(d), K::MatMul,
+            {in("a", m.a, d), in("b", m.b, d)}, ir::MatMulAttrs{m.ta, m.tb},
+            sum_of_products(d, k, 1.0, "K-term dot products of values in [-1, 1]"));
+  }
+  for (DType d : {DType::i32, DType::i64, DType::i8})
+    t.add("matmul_batch_broadcast_" + dn(d), K::MatMul,
+          {ints("a", {2, 1, 3, 4}, d, -5, 5), ints("b", {3, 4, 2}, d, -5, 5)},
+          ir::MatMulAttrs{false, false}, exact("integer dot products are exact"));
+  t.add("matmul_tb_i64", K::MatMul,
+        {ints("a", {3, 4}, DType::i64, -9, 9), ints("b", {5, 4}, DType::i64, -9, 9)},
+        ir::MatMulAttrs{false, true}, exact("integer dot products are exact"));
+  // DotGeneral (lowered to Transpose / Reshape / MatMul by legalisation).
+  ir::DotGeneralAttrs dg;
+  dg.lhs_batch = {0};
+  dg.rhs_batch = {1};
+  dg.lhs_contracting = {2};
+  dg.rhs_contracting = {0};
+  t.add("dot_general_batch_contract_f32", K::DotGeneral, {in("a", {2, 3, 4}), in("b", {4, 2, 5})},
+        dg, sum_of_products(DType::f32, 4, 1.0, "4-term dot products of values in [-1, 1]"));
+  ir::DotGeneralAttrs dg2;
+  dg2.lhs_contracting = {0, 2};
+  dg2.rhs_contracting = {1, 0};
+  t.add("dot_general_two_contracting_f64", K::DotGeneral,
+        {in("a", {3, 2, 4}, DType::f64), in("b", {4, 3, 5}, DType::f64)}, dg2,
+        sum_of_products(DType::f64, 12, 1.0, "12-term dot products"));
+  // DenseSolve: diagonally dominant A (Gershgorin: cond(A) <= 2n + 1).
+  for (DType d : {DType::f32, DType::f64}) {
+    double u = unit(d);
+    Tolerance tol{8 * 16 * u * 4, 8 * 16 * u,
+                  "backward-stable LU: forward error <= cond(A)·c·n·u with cond(A) <= 2n + 1"};
+    t.add("dense_solve_matrix_rhs_" + dn(d), K::DenseSolve,
+          {with(in("A", {4, 4}, d), Fill::diag_dominant), in("b", {4, 2}, d)}, ir::NoAttrs{}, tol);
+    t.add("dense_solve_batched_vector_rhs_" + dn(d), K::DenseSolve,
+          {with(in("A", {2, 3, 3}, d), Fill::diag_dominant), in("b", {2, 3}, d)}, ir::NoAttrs{},
+          tol);
+  }
+}
+
+// ---- movement
+// ------------------------------------------------------------------------------------
+
+void movement_cases(Table& t) {
+  Tolerance copy = exact("data movement copies elements");
+  for (DType d : {DType::f32, DType::i64, DType::f16, DType::boolean, DType::u8}) {
+    std::string s = "_" + dn(d);
+    t.add("reshape" + s, K::Reshape, {ints("x", {2, 3, 4}, d, 0, 1)},
+          ir::TargetShapeAttrs{{4, ir::Dim(-1)}}, copy);
+    t.add("transpose_2d" + s, K::Transpose, {ints("x", {5, 7}, d, 0, 1)},
+          ir::TransposeAttrs{{1, 0}}, copy);
+    t.add("transpose_bshd_to_bhsd" + s, K::Transpose, {ints("x", {2, 5, 3, 4}, d, 0, 1)},
+          ir::TransposeAttrs{{0, 2, 1, 3}}, copy);
+    t.add("concat_axis1" + s, K::Concat,
+          {ints("a", {2, 3, 4}, d, 0, 1), ints("b", {2, 1, 4}, d, 0, 1),
+           ints("c", {2, 2, 4}, d, 0, 1)},
+          ir::AxisAttrs{1}, copy);
+    t.add("expand" + s, K::Expand, {ints("x", {3, 1}, d, 0, 1)}, ir::TargetShapeAttrs{{2, 3, 4}},
+          copy);
+  }
+  t.add("transpose_3d_rotate_f32", K::Transpose, {in("x", {3, 4, 5})},
+        ir::TransposeAttrs{{2, 0, 1}}, copy);
+  t.add("transpose_large_f32", K::Transpose, {in("x", {8, 128, 12, 64})},
+        ir::TransposeAttrs{{0, 2, 1, 3}}, copy);
+  t.add("narrow_axis0_f32", K::Narrow, {in("x", {6, 4})}, ir::NarrowAttrs{0, 2, 3}, copy);
+  t.add("narrow_middle_f32", K::Narrow, {in("x", {2, 6, 4})}, ir::NarrowAttrs{1, 1, 4}, copy);
+  t.add("narrow_last_i32", K::Narrow, {ints("x", {3, 4, 9}, DType::i32, -9, 9)},
+        ir::NarrowAttrs{-1, 3, 5}, copy);
+  t.add("concat_axis0_f64", K::Concat, {in("a", {2, 3}, DType::f64), in("b", {4, 3}, DType::f64)},
+        ir::AxisAttrs{0}, copy);
+  t.add("concat_single_f32", K::Concat, {in("a", {2, 3})}, ir::AxisAttrs{-1}, copy);
+  t.add("expand_new_dims_f32", K::Expand, {in("x", {4})}, ir::TargetShapeAttrs{{2, 3, 4}}, copy);
+  t.add("expand_keep_f32", K::Expand, {in("x", {1, 4, 1})},
+        ir::TargetShapeAttrs{{3, ir::Dim(-1), 5}}, copy);
+  for (DType id : {DType::i64, DType::i32, DType::u8}) {
+    t.add("gather_embedding_" + dn(id), K::Gather,
+          {in("table", {10, 8}), ints("idx", {2, 5}, id, 0, 9)}, ir::AxisAttrs{0}, copy);
+  }
+  t.add("gather_axis1_f64", K::Gather,
+        {in("table", {3, 6, 4}, DType::f64), ints("idx", {5}, DType::i64, 0, 5)}, ir::AxisAttrs{1},
+        copy);
+  t.add("gather_last_axis_i64", K::Gather,
+        {ints("table", {3, 6}, DType::i64, -50, 50), ints("idx", {2, 2}, DType::i32, 0, 5)},
+        ir::AxisAttrs{-1}, copy);
+  // ScatterAdd with repeated indices (updates accumulate).
+  t.add("scatter_add_axis0_f32", K::ScatterAdd,
+        {in("target", {5, 3}), ints("idx", {7}, DType::i64, 0, 4), in("updates", {7, 3})},
+        ir::AxisAttrs{0},
+        sum_of_products(DType::f32, 8, 1.0,
+                        "up to 8 accumulated f32 additions of values in [-1, 1]"));
+  t.add("scatter_add_axis1_i64", K::ScatterAdd,
+        {ints("target", {2, 4}, DType::i64, -9, 9), ints("idx", {3}, DType::i32, 0, 3),
+         ints("updates", {2, 3}, DType::i64, -9, 9)},
+        ir::AxisAttrs{1}, exact("integer additions are exact"));
+  t.add("scatter_add_axis1_f64", K::ScatterAdd,
+        {in("target", {2, 4, 3}, DType::f64), ints("idx", {6}, DType::i64, 0, 3),
+         in("updates", {2, 6, 3}, DType::f64)},
+        ir::AxisAttrs{1}, sum_of_products(DType::f64, 7, 1.0, "up to 7 accumulated additions"));
+}
+
+// ---- reductions and normalisation
+// ----------------------------------------------------------------
+
+void reduce_cases(Table& t) {
+  struct R {
+    const char* name;
+    std::vector<std::int64_t> axes;
+    bool keep;
+  };
+  const R axes[] = {{"all", {}, false},           {"last", {-1}, false},
+                    {"first", {0}, true},         {"middle", {1}, false},
+                    {"outer_two", {0, 2}, false}, {"last_two_keep", {1, 2}, true}};
+  const ir::ReduceOp ops[] = {ir::ReduceOp::sum, ir::ReduceOp::mean, ir::ReduceOp::max,
+                              ir::ReduceOp::min, ir::ReduceOp::prod};
+  for (ir::ReduceOp op : ops) {
+    std::string on_ = std::string(ir::enum_names(op)[static_cast<std::size_t>(op)]);
+    bool order_free = op == ir::ReduceOp::max || op == ir::ReduceOp::min;
+    for (const R& r : axes)
+      for (DType d : {DType::f32, DType::f64}) {
+        // Values in [0.5, 1.5] keep products of up to 60 terms in range.
+        Tolerance tol = order_free ? exact("max / min select an element")
+                                   : Tolerance{60 * 0x1p-52 * 100, 2 * unit(d),
+                                               "accumulated in double on both sides: one final "
+                                               "rounding (2u) plus n·2^-52 of the double sums"};
+        t.add("reduce_" + on_ + "_" + r.name + "_" + dn(d), K::Reduce,
+              {in("x", {3, 4, 5}, d, 0.5, 1.5)}, ir::ReduceAttrs{op, r.axes, r.keep}, tol);
+      }
+    if (op != ir::ReduceOp::mean)
+      for (DType d : {DType::i32, DType::i64, DType::u8})
+        t.add("reduce_" + on_ + "_outer_two_" + dn(d), K::Reduce,
+              {ints("x", {3, 4, 5}, d, d == DType::u8 ? 0 : -3, 3)},
+              ir::ReduceAttrs{op, {0, 2}, false}, exact("integer reductions are exact (wrapping)"));
+  }
+  t.add("reduce_sum_rows_large_f32", K::Reduce, {in("x", {512, 384})},
+        ir::ReduceAttrs{ir::ReduceOp::sum, {-1}, false},
+        Tolerance{384 * 0x1p-52 * 384, 2 * 0x1p-24, "accumulated in double: one final rounding"});
+  // Softmax / LogSoftmax over several axes.
+  struct S {
+    const char* name;
+    Sizes dims;
+    std::int64_t axis;
+  };
+  const S softmaxes[] = {{"last", {4, 7}, -1},
+                         {"first", {5, 3}, 0},
+                         {"middle", {2, 6, 3}, 1},
+                         {"long_rows", {8, 1000}, -1}};
+  for (K op : {K::Softmax, K::LogSoftmax})
+    for (const S& s : softmaxes)
+      for (DType d : {DType::f32, DType::f64}) {
+        auto n = static_cast<double>(s.dims[static_cast<std::size_t>(
+            s.axis < 0 ? static_cast<std::int64_t>(s.dims.size()) + s.axis : s.axis)]);
+        double scale = op == K::LogSoftmax ? 8 + std::log(n) : 1.0;
+        Tolerance tol{(n + 16) * unit(d) * scale, (n + 16) * unit(d),
+                      "exp within a few ulp, an n-term sum (n·u), one division"};
+        t.add(on(op) + "_" + s.name + "_" + dn(d), op, {in("x", s.dims, d, -4, 4)},
+              ir::AxisAttrs{s.axis}, tol);
+      }
+  // ArgMax (ties: the first maximum wins).
+  t.add("argmax_last_f32", K::ArgMax, {in("x", {4, 9})}, ir::ArgMaxAttrs{-1, false},
+        exact("an index"));
+  t.add("argmax_first_keep_f64", K::ArgMax, {in("x", {6, 3}, DType::f64)}, ir::ArgMaxAttrs{0, true},
+        exact("an index"));
+  t.add("argmax_ties_i64", K::ArgMax, {ints("x", {3, 5, 4}, DType::i64, 0, 2)},
+        ir::ArgMaxAttrs{1, false}, exact("an index; ties pick the first"));
+  t.add("argmax_ties_f32", K::ArgMax, {ints("x", {5, 8}, DType::f32, 0, 2)},
+        ir::ArgMaxAttrs{-1, false}, exact("an index; ties pick the first"));
+  // LayerNorm / RmsNorm over the last axis.
+  for (DType d : {DType::f32, DType::f64})
+    for (std::int64_t n : {33, 768}) {
+      std::int64_t rows = n == 768 ? 64 : 5;
+      auto nn = static_cast<double>(n);
+      Tolerance tol{(nn + 16) * unit(d) * 4, (nn + 16) * unit(d),
+                    "mean and variance are n-term sums (n·u relative); outputs are at most ~4"};
+      std::string s = "_" + std::to_string(n) + "_" + dn(d);
+      t.add("layer_norm_affine" + s, K::LayerNorm,
+            {in("x", {rows, n}, d, -2, 2), in("gamma", {n}, d), in("beta", {n}, d)},
+            ir::NormAttrs{1e-5}, tol);
+      t.add("layer_norm_no_beta" + s, K::LayerNorm,
+            {in("x", {rows, n}, d, -2, 2), in("gamma", {n}, d)}, ir::NormAttrs{1e-12}, tol);
+      t.add("rms_norm" + s, K::RmsNorm, {in("x", {rows, n}, d, -2, 2), in("gamma", {n}, d)},
+            ir::NormAttrs{1e-6}, tol);
+    }
+  t.add("rms_norm_3d_f32", K::RmsNorm, {in("x", {2, 3, 16}), in("gamma", {16})},
+        ir::NormAttrs{1e-6}, Tolerance{32 * 0x1p-24 * 4, 32 * 0x1p-24, "a 16-term sum of squares"});
+  // SoftmaxCrossEntropy.
+  for (DType d : {DType::f32, DType::f64})
+    for (DType l : {DType::i64, DType::i32})
+      t.add("softmax_cross_entropy_" + dn(d) + "_" + dn(l), K::SoftmaxCrossEntropy,
+            {in("logits", {6, 10}, d, -3, 3), ints("labels", {6}, l, 0, 9)}, ir::NoAttrs{},
+            Tolerance{4 * unit(d) * 8, 2 * unit(d),
+                      "computed in double: one final rounding; |loss| <= ~8"});
+}
+
+// ---- attention and positions
+// ---------------------------------------------------------------------
+
+/// q, k, v (and the mask) of an attention case in \p layout.
+std::vector<InputSpec> attention_inputs(ir::AttnLayout layout, std::int64_t b, std::int64_t h,
+                                        std::int64_t kvh, std::int64_t sq, std::int64_t sk,
+                                        std::int64_t d, std::int64_t dv, ir::MaskKind mask, DType t,
+                                        Sizes bias_dims = {}) {
+  auto dims = [&](std::int64_t s, std::int64_t heads, std::int64_t f) {
+    return layout == ir::AttnLayout::bshd ? Sizes{b, s, heads, f} : Sizes{b, heads, s, f};
+  };
+  std::vector<InputSpec> v{in("q", dims(sq, h, d), t), in("k", dims(sk, kvh, d), t),
+                           in("v", dims(sk, kvh, dv), t)};
+  if (mask == ir::MaskKind::padding)
+    v.push_back(with(ints("mask", {b, sk}, DType::boolean, 0, 1), Fill::keep_mask));
+  if (mask == ir::MaskKind::bias)
+    v.push_back(in("bias", bias_dims.empty() ? Sizes{b, h, sq, sk} : bias_dims, t, -2, 2));
+  return v;
+}
+
+Tolerance attention_tol(DType t, std::int64_t d, std::int64_t sk) {
+  double u = unit(t);
+  double scores = std::pow(static_cast<double>(d), 1.5); // gamma_D · D · scale with scale 1/sqrt(D)
+  double e = (scores + static_cast<double>(sk) + 16) * u;
+  return {e, e,
+          "scores: D-term dots (D^1.5·u after the 1/sqrt(D) scale); softmax: Sk-term sum; "
+          "P·V: Sk-term convex combination of values in [-1, 1]"};
+}
+
+void attention_cases(Table& t) {
+  const ir::MaskKind masks[] = {ir::MaskKind::none, ir::MaskKind::causal,
+                                ir::MaskKind::sliding_window, ir::MaskKind::padding,
+                                ir::MaskKind::bias};
+  struct G {
+    const char* name;
+    std::int64_t h, kvh;
+  };
+  const G groups[] = {{"mha", 4, 4}, {"gqa", 4, 2}, {"mqa", 4, 1}};
+  for (ir::AttnLayout layout : {ir::AttnLayout::bshd, ir::AttnLayout::bhsd})
+    for (ir::MaskKind mask : masks)
+      for (const G& g : groups) {
+        ir::AttentionAttrs a;
+        a.layout = layout;
+        a.num_heads = g.h;
+        a.num_kv_heads = g.kvh;
+        a.mask = mask;
+        a.window = mask == ir::MaskKind::sliding_window ? 3 : 0;
+        std::string name = "attention_" +
+                           std::string(ir::enum_names(layout)[static_cast<std::size_t>(layout)]) +
+                           "_" + std::string(ir::enum_names(mask)[static_cast<std::size_t>(mask)]) +
+                           "_" + g.name + "_f32";
+        t.add(name, K::Attention,
+              attention_inputs(layout, 2, g.h, g.kvh, 7, 7, 16, 16, mask, DType::f32), a,
+              attention_tol(DType::f32, 16, 7));
+      }
+  // Longer sequences: several query blocks and key tiles; Sq != Sk aligns queries to the last keys.
+  for (ir::MaskKind mask : masks) {
+    ir::AttentionAttrs a;
+    a.layout = ir::AttnLayout::bshd;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    a.mask = mask;
+    a.window = mask == ir::MaskKind::sliding_window ? 20 : 0;
+    std::string m(ir::enum_names(mask)[static_cast<std::size_t>(mask)]);
+    t.add("attention_long_" + m + "_f32", K::Attention,
+          attention_inputs(a.layout, 2, 4, 2, 70, 150, 32, 32, mask, DType::f32), a,
+          attention_tol(DType::f32, 32, 150));
+    t.add("attention_decode_" + m + "_f32", K::Attention,
+          attention_inputs(a.layout, 1, 4, 2, 3, 40, 16, 16, mask, DType::f32), a,
+          attention_tol(DType::f32, 16, 40));
+  }
+  // Scale, softcap, Dv != D, broadcast biases, f64.
+  {
+    ir::AttentionAttrs a;
+    a.layout = ir::AttnLayout::bhsd;
+    a.num_heads = 2;
+    a.num_kv_heads = 2;
+    a.scale = 0.5;
+    a.softcap = 2.0;
+    a.mask = ir::MaskKind::causal;
+    t.add("attention_scale_softcap_dv_f32", K::Attention,
+          attention_inputs(a.layout, 2, 2, 2, 9, 9, 8, 12, a.mask, DType::f32), a,
+          attention_tol(DType::f32, 16, 9));
+    a.mask = ir::MaskKind::bias;
+    a.softcap.reset();
+    t.add("attention_bias_broadcast_rows_f32", K::Attention,
+          attention_inputs(a.layout, 2, 2, 2, 5, 6, 8, 8, a.mask, DType::f32, {6}), a,
+          attention_tol(DType::f32, 8, 6));
+    t.add("attention_bias_broadcast_heads_f32", K::Attention,
+          attention_inputs(a.layout, 2, 2, 2, 5, 6, 8, 8, a.mask, DType::f32, {2, 1, 5, 6}), a,
+          attention_tol(DType::f32, 8, 6));
+  }
+  for (ir::MaskKind mask : masks) {
+    ir::AttentionAttrs a;
+    a.layout = ir::AttnLayout::bhsd;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    a.mask = mask;
+    a.window = mask == ir::MaskKind::sliding_window ? 2 : 0;
+    std::string m(ir::enum_names(mask)[static_cast<std::size_t>(mask)]);
+    t.add("attention_" + m + "_gqa_f64", K::Attention,
+          attention_inputs(a.layout, 2, 4, 2, 6, 6, 8, 8, mask, DType::f64), a,
+          attention_tol(DType::f64, 8, 6));
+  }
+  // Rope: styles × layouts × partial rotation × position offset.
+  for (ir::RopeStyle style : {ir::RopeStyle::half, ir::RopeStyle::interleaved})
+    for (ir::AttnLayout layout : {ir::AttnLayout::bshd, ir::AttnLayout::bhsd})
+      for (std::int64_t n_rot : {0, 8})
+        for (std::int64_t offset : {0, 5}) {
+          ir::RopeAttrs a;
+          a.layout = layout;
+          a.style = style;
+          a.n_rot = n_rot;
+          a.position_offset = offset;
+          std::string name =
+              "rope_" + std::string(ir::enum_names(style)[static_cast<std::size_t>(style)]) + "_" +
+              std::string(ir::enum_names(layout)[static_cast<std::size_t>(layout)]) +
+              (n_rot ? "_partial" : "_full") + (offset ? "_offset" : "") + "_f32";
+          Sizes dims = layout == ir::AttnLayout::bshd ? Sizes{2, 5, 3, 16} : Sizes{2, 3, 5, 16};
+          t.add(name, K::Rope, {in("x", dims)}, a,
+                ulps(DType::f32, 8, 2,
+                     "a·cos - b·sin with cos / sin rounded to f32: <= 4u·(|a| + |b|)"));
+        }
+  ir::RopeAttrs r;
+  r.theta = 500000.0;
+  r.position_offset = 1000;
+  t.add("rope_long_theta_f64", K::Rope, {in("x", {1, 6, 2, 8}, DType::f64)}, r,
+        ulps(DType::f64, 8, 2, "a·cos - b·sin in double"));
+}
+
+// ---- convolution
+// ---------------------------------------------------------------------------------
+
+void conv_cases(Table& t) {
+  struct C {
+    const char* name;
+    Sizes x, w;
+    ir::Conv2dAttrs a;
+    bool bias;
+  };
+  const C convs[] = {
+      {"3x3_pad1", {2, 3, 8, 8}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, true},
+      {"stride2", {1, 2, 9, 7}, {3, 2, 3, 3}, {{2, 2}, {1, 0}, {1, 1}, 1}, false},
+      {"dilation2", {1, 3, 9, 9}, {2, 3, 3, 3}, {{1, 1}, {2, 2}, {2, 2}, 1}, true},
+      {"groups2", {2, 4, 6, 6}, {6, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 2}, true},
+      {"depthwise", {1, 4, 5, 5}, {4, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 4}, false},
+      {"1x1", {2, 8, 4, 4}, {5, 8, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1}, true},
+  };
+  for (const C& c : convs)
+    for (DType d : {DType::f32, DType::f64}) {
+      std::vector<InputSpec> ins{in("x", c.x, d), in("w", c.w, d)};
+      if (c.bias)
+        ins.push_back(in("bias", {c.w[0]}, d));
+      std::int64_t k = c.w[1] * c.w[2] * c.w[3] + 1;
+      t.add(std::string("conv2d_") + c.name + "_" + dn(d), K::Conv2d, ins, c.a,
+            sum_of_products(d, k, 1.0, "C/groups·KH·KW-term dot products (+ bias)"));
+    }
+  struct P {
+    const char* name;
+    ir::Pool2dAttrs a;
+  };
+  const P pools[] = {
+      {"max_2x2", {ir::PoolKind::max, {2, 2}, {2, 2}, {0, 0}}},
+      {"max_3x3_pad1", {ir::PoolKind::max, {3, 3}, {1, 1}, {1, 1}}},
+      {"avg_2x2", {ir::PoolKind::avg, {2, 2}, {2, 2}, {0, 0}}},
+      {"avg_3x3_pad1_exclude", {ir::PoolKind::avg, {3, 3}, {2, 2}, {1, 1}}},
+  };
+  for (const P& p : pools)
+    for (DType d : {DType::f32, DType::f64})
+      t.add(std::string("pool2d_") + p.name + "_" + dn(d), K::Pool2d, {in("x", {2, 3, 7, 8}, d)},
+            p.a,
+            p.a.kind == ir::PoolKind::max
+                ? exact("max selects an element")
+                : Tolerance{12 * unit(d), 12 * unit(d), "an average of at most 9 values"});
+}
+
+// ---- quantization
+// --------------------------------------------------------------------------------
+
+void quant_cases(Table& t) {
+  ir::QuantAttrs per_tensor{std::nullopt, {0.05}, {3}};
+  ir::QuantAttrs per_channel{1, {0.02, 0.05, 0.1}, {0, -4, 7}};
+  Tolerance q = exact("defined in double on both sides (round half to even, clamp)");
+  for (DType d : {DType::f32, DType::f64}) {
+    t.add("quantize_per_tensor_" + dn(d), K::Quantize, {in("x", {4, 6}, d, -8, 8)}, per_tensor, q);
+    t.add("quantize_per_channel_" + dn(d), K::Quantize, {in("x", {2, 3, 5}, d, -8, 8)}, per_channel,
+          q);
+    t.add("fake_quantize_per_tensor_" + dn(d), K::FakeQuantize, {in("x", {4, 6}, d, -8, 8)},
+          per_tensor, q);
+    t.add("fake_quantize_per_channel_" + dn(d), K::FakeQuantize, {in("x", {2, 3, 5}, d, -8, 8)},
+          per_channel, q);
+  }
+  t.add("dequantize_per_tensor", K::Dequantize, {ints("q", {4, 6}, DType::i8, -128, 127)},
+        per_tensor, q);
+  t.add("dequantize_per_channel", K::Dequantize, {ints("q", {2, 3, 5}, DType::i8, -128, 127)},
+        per_channel, q);
+  // Ties: odd integers x give x / 2 exactly halfway between two integers.
+  t.add("quantize_ties_f32", K::Quantize, {ints("x", {3, 7}, DType::f32, -20, 20)},
+        ir::QuantAttrs{std::nullopt, {2.0}, {0}}, q);
+}
+
+// ---- control flow, extension and HIR blocks
+// ------------------------------------------------------
+
+/// A one-input body graph computing \p fn(x).
+ir::Graph body_graph(const ir::Shape& x_type,
+                     const std::function<ir::NodeId(ir::Builder&, ir::NodeId)>& fn) {
+  ir::Graph g("body");
+  ir::Builder b(g);
+  b.output(fn(b, b.input("x", x_type)));
+  return g;
+}
+
+void control_cases(Table& t) {
+  ir::Shape xt = ir::Shape::of({3, 4});
+  for (int pred : {0, 1}) {
+    t.add_built(
+        std::string("if_") + (pred ? "then" : "else") + "_f32", K::If,
+        {ints("p", {}, DType::boolean, pred, pred), in("x", {3, 4}, DType::f32, -2, 2)},
+        elementwise_fn(DType::f32, 2.0), [xt](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+          ir::Builder b(g);
+          auto then_b = body_graph(
+              xt, [](ir::Builder& bb, ir::NodeId x) { return bb.mul(x, bb.scalar(2.0)); });
+          auto else_b = body_graph(xt, [](ir::Builder& bb, ir::NodeId x) { return bb.exp(x); });
+          return b.if_(in_[0], {in_[1]}, then_b, else_b);
+        });
+  }
+  t.add_built("while_halve_add_f32", K::While, {in("x", {2, 5}, DType::f32, -4, 4)},
+              exact("each iteration is a correctly rounded multiply and add on both sides"),
+              [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                ir::Builder b(g);
+                ir::Shape s = ir::Shape::of({2, 5});
+                // cond: always true (the loop runs max_iterations times).
+                ir::Graph cond("cond");
+                {
+                  ir::Builder cb(cond);
+                  cb.input("x", s);
+                  cb.output(cb.constant(ir::Tensor::scalar(true)));
+                }
+                auto body = body_graph(s, [](ir::Builder& bb, ir::NodeId x) {
+                  return bb.add(bb.mul(x, bb.scalar(0.5)), bb.scalar(1.0));
+                });
+                return b.while_({in_[0]}, cond, body, 4, 0);
+              });
+  t.add_built("custom_fn_silu_f32", K::CustomFn, {in("x", {3, 6}, DType::f32, -4, 4)},
+              elementwise_fn(DType::f32, 4.0),
+              [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                ir::Builder b(g);
+                auto body = body_graph(ir::Shape::of({3, 6}), [](ir::Builder& bb, ir::NodeId x) {
+                  return bb.mul(x, bb.sigmoid(x));
+                });
+                return b.custom_fn({in_[0]}, body);
+              });
+  t.add_built("custom_scale_add_f32", K::Custom, {in("x", {4, 3}), in("y", {4, 3})},
+              exact("the backend runs the op's registered reference kernel"),
+              [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                ir::Builder b(g);
+                return b.custom("conformance.scale_add", {in_[0], in_[1]}, "3");
+              });
+}
+
+void hir_cases(Table& t) {
+  const double u = 0x1p-24;
+  // Linear: a 16-term GEMM, bias, GELU.
+  t.add("linear_bias_gelu_f32", K::Linear,
+        {in("x", {2, 3, 16}), as_param(in("w", {8, 16})), as_param(in("b", {8}))},
+        ir::LinearAttrs{ir::Activation::gelu},
+        Tolerance{16 * 16 * u * 2 + 16 * u * 4, 16 * u,
+                  "a 16-term GEMM (gamma_16·16) then GELU within 16 ulp"});
+  t.add("swiglu_ffn_f32", K::SwiGluFfn,
+        {in("x", {2, 16}), as_param(in("wg", {24, 16})), as_param(in("wu", {24, 16})),
+         as_param(in("wd", {16, 24}))},
+        ir::NoAttrs{},
+        Tolerance{4 * (16 * 16 + 24 * 24) * u * 4, 64 * u,
+                  "two 16-term GEMMs, SiLU, a 24-term GEMM of products up to ~4"});
+  // Blocks: small sizes; the bound is the sum of the stages' first-order bounds with a factor 4
+  // for LayerNorm / RMSNorm's 1/sigma amplification.
+  Tolerance block{4096 * u, 1024 * u,
+                  "sum of the stages' bounds (GEMMs gamma_K·K, attention, norms), x4 for norm "
+                  "amplification"};
+  {
+    ir::AttentionBlockAttrs a;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    a.mask = ir::MaskKind::causal;
+    a.rope = true;
+    t.add("attention_block_rope_gqa_causal_f32", K::AttentionBlock,
+          {in("x", {2, 6, 16}), as_param(in("wq", {16, 16})), as_param(in("wk", {8, 16})),
+           as_param(in("wv", {8, 16})), as_param(in("wo", {16, 16}))},
+          a, block);
+  }
+  {
+    std::vector<InputSpec> ins{in("x", {2, 6, 16})};
+    for (const char* n : {"q", "k", "v", "o"}) {
+      ins.push_back(as_param(in(std::string("w") + n, {16, 16}, DType::f32, -0.5, 0.5)));
+      ins.push_back(as_param(in(std::string("b") + n, {16})));
+    }
+    ins.push_back(as_param(in("ln1_g", {16}, DType::f32, 0.5, 1.5)));
+    ins.push_back(as_param(in("ln1_b", {16})));
+    ins.push_back(as_param(in("w1", {32, 16}, DType::f32, -0.5, 0.5)));
+    ins.push_back(as_param(in("b1", {32})));
+    ins.push_back(as_param(in("w2", {16, 32}, DType::f32, -0.5, 0.5)));
+    ins.push_back(as_param(in("b2", {16})));
+    ins.push_back(as_param(in("ln2_g", {16}, DType::f32, 0.5, 1.5)));
+    ins.push_back(as_param(in("ln2_b", {16})));
+    ins.push_back(with(ints("mask", {2, 6}, DType::f32, 0, 1), Fill::keep_mask));
+    ir::BertLayerAttrs a;
+    a.num_heads = 2;
+    a.padding_mask = true;
+    t.add("bert_layer_padding_f32", K::BertLayer, ins, a, block);
+  }
+  {
+    std::vector<InputSpec> ins{in("x", {1, 6, 16}),
+                               as_param(in("attn_norm", {16}, DType::f32, 0.5, 1.5)),
+                               as_param(in("wq", {16, 16}, DType::f32, -0.5, 0.5)),
+                               as_param(in("wk", {8, 16}, DType::f32, -0.5, 0.5)),
+                               as_param(in("wv", {8, 16}, DType::f32, -0.5, 0.5)),
+                               as_param(in("wo", {16, 16}, DType::f32, -0.5, 0.5)),
+                               as_param(in("ffn_norm", {16}, DType::f32, 0.5, 1.5)),
+                               as_param(in("w_gate", {24, 16}, DType::f32, -0.5, 0.5)),
+                               as_param(in("w_up", {24, 16}, DType::f32, -0.5, 0.5)),
+                               as_param(in("w_down", {16, 24}, DType::f32, -0.5, 0.5))};
+    ir::LlamaBlockAttrs a;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    t.add("llama_block_gqa_f32", K::LlamaBlock, ins, a, block);
+  }
+}
+
+std::vector<OpCase> build_table() {
+  Table t;
+  unary_cases(t);
+  binary_cases(t);
+  compare_where_cases(t);
+  cast_cases(t);
+  matmul_cases(t);
+  movement_cases(t);
+  reduce_cases(t);
+  attention_cases(t);
+  conv_cases(t);
+  quant_cases(t);
+  control_cases(t);
+  hir_cases(t);
+  return t.take();
+}
+
+} // namespace
+
+void register_conformance_custom_ops() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto& reg = ir::CustomOpRegistry::global();
+    if (reg.find("conformance.scale_add"))
+      return;
+    ir::CustomOpDef def;
+    def.name = "conformance.scale_add";
+    def.min_arity = 2;
+    def.max_arity = 2;
+    // out = k·x + y, k from the params text; operands of one float type and shape.
+    def.infer = [](std::span<const ir::Shape> in_, const ir::CustomAttrs&) {
+      if (in_[0] != in_[1] || !ir::is_float(in_[0].dtype))
+        throw ir::ShapeError("conformance.scale_add: operands must share one float type");
+      return in_[0];
+    };
+    def.reference = [](std::span<const ir::Tensor> in_, const ir::CustomAttrs& a,
+                       const ir::Shape& out) {
+      double k = std::stod(a.params.empty() ? "1" : a.params);
+      ir::Tensor r(out);
+      for (std::int64_t i = 0; i < r.numel(); ++i)
+        r.set_f64(i, k * in_[0].get_f64(i) + in_[1].get_f64(i));
+      return r;
+    };
+    reg.add(std::move(def));
+  });
+}
+
+const std::vector<OpCase>& op_cases() {
+  static const std::vector<OpCase> table = [] {
+    register_conformance_custom_ops();
+    return build_table();
+  }();
+  return table;
+}
+
+} // namespace rlx::conformance
