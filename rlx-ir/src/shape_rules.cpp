@@ -673,6 +673,8 @@ Shape attention_block(In in, const AttentionBlockAttrs& a) {
   }
   if (a.rope)
     expect(d % 2 == 0, "attention_block: rope needs an even head_dim");
+  expect(a.rope_theta > 0 && std::isfinite(a.rope_theta),
+         "attention_block: rope_theta must be > 0");
   if (a.mask == MaskKind::sliding_window)
     expect(a.window >= 1, "attention_block: sliding_window needs window >= 1");
   if (a.mask == MaskKind::padding) {
@@ -706,7 +708,7 @@ Shape bert_layer(In in, const BertLayerAttrs& a) {
   expect(in.size() == (a.padding_mask ? 18u : 17u),
          std::string("bert_layer: expects ") + (a.padding_mask ? "18" : "17") + " inputs, got " +
              std::to_string(in.size()));
-  expect(a.eps > 0, "bert_layer: eps must be > 0");
+  expect(a.eps > 0 && std::isfinite(a.eps), "bert_layer: eps must be > 0");
   const Dim& e = x[2];
   static_div(e, a.num_heads, "bert_layer: hidden / num_heads");
   const char* names[] = {"wq", "wk", "wv", "wo"};
@@ -735,7 +737,8 @@ Shape llama_block(In in, const LlamaBlockAttrs& a) {
   const Shape& x = in[0];
   expect_rank(x, 3, "llama_block input [B, S, E]");
   expect_float(x, "llama_block input");
-  expect(a.eps > 0, "llama_block: eps must be > 0");
+  expect(a.eps > 0 && std::isfinite(a.eps), "llama_block: eps must be > 0");
+  expect(a.rope_theta > 0 && std::isfinite(a.rope_theta), "llama_block: rope_theta must be > 0");
   expect(a.num_heads >= 1 && a.num_kv_heads >= 1 && a.num_heads % a.num_kv_heads == 0,
          "llama_block: num_heads must be a positive multiple of num_kv_heads");
   const Dim& e = x[2];
