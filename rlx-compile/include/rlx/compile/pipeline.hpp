@@ -56,7 +56,9 @@ public:
   void set_observer(std::function<void(std::string_view, const ir::Graph&)> fn) {
     observer_ = std::move(fn);
   }
+  /// The backend this pipeline compiles for.
   const Backend& backend() const { return backend_; }
+  /// The options of every run().
   const CompileOptions& options() const { return opts_; }
 
 private:

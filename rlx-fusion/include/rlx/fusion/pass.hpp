@@ -83,6 +83,7 @@ public:
   using Factory = std::function<std::unique_ptr<Pass>()>;
   /// Registers \p factory under \p name; throws Error when the name is taken.
   void add(std::string name, Factory factory);
+  /// \returns whether a pass named \p name is registered.
   bool contains(std::string_view name) const;
   /// A new instance of the pass named \p name; throws Error listing the known names otherwise.
   std::unique_ptr<Pass> create(std::string_view name) const;
@@ -129,6 +130,7 @@ public:
 
   /// The names of the passes, in run order.
   std::vector<std::string> names() const;
+  /// The options this manager runs with.
   const PassManagerOptions& options() const { return opts_; }
 
   /// Runs every pass in order; \returns whether any changed \p g. Throws VerifyError naming the

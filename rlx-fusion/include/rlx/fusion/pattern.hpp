@@ -51,6 +51,7 @@ public:
   void bind(std::string name, ir::NodeId id) { caps_.emplace_back(std::move(name), id); }
   /// Drops captures made after the first \p n (backtracking).
   void truncate(std::size_t n) { caps_.resize(n); }
+  /// The number of captures.
   std::size_t size() const { return caps_.size(); }
 
 private:
@@ -101,20 +102,31 @@ public:
   }
 
   // Read access for the matcher.
+
+  /// What a Pat matches structurally.
   enum class Kind : std::uint8_t { any, op, splat, same };
+  /// One constraint: a predicate and the miss it reports when it fails.
   struct Constraint {
-    NodePredicate pred;
-    MissReason reason;
-    std::string detail;
+    NodePredicate pred;   ///< null for the single-consumer constraint
+    MissReason reason;    ///< reported when \p pred fails
+    std::string detail;   ///< one line appended to the node's description
     bool one_use = false; ///< the special single-consumer constraint
   };
+  /// The structural kind.
   Kind kind() const { return kind_; }
+  /// The op kind of an op pattern.
   ir::OpKind op_kind() const { return op_; }
+  /// The operand patterns of an op pattern (empty = unconstrained).
   const std::vector<Pat>& operands() const { return operands_; }
+  /// The value of a splat pattern.
   double splat_value() const { return splat_; }
+  /// The capture name ("" = not captured).
   const std::string& capture() const { return capture_; }
+  /// The capture a same pattern refers to.
   const std::string& same_as() const { return same_; }
+  /// The structural predicates.
   const std::vector<NodePredicate>& structural() const { return structural_; }
+  /// The constraints, in the order they were added.
   const std::vector<Constraint>& constraints() const { return constraints_; }
 
 private:
