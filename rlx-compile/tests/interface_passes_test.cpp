@@ -144,6 +144,23 @@ TEST(BindSymbols, StaticGraphsAreUnchanged) {
   EXPECT_FALSE(run_pipeline(g, "bind-symbols", ctx).at(0).changed);
 }
 
+TEST(LowerHir, TextOfALinearBlock) {
+  expect_rewrite(graph("  %0 = input[name=\"x\", shape=[b, 4] f32] : [b, 4] f32\n"
+                       "  %1 = param[name=\"w\", shape=[3, 4] f32] : [3, 4] f32\n"
+                       "  %2 = param[name=\"bias\", shape=[3] f32] : [3] f32\n"
+                       "  %3 = linear[act=relu](%0, %1, %2) : [b, 3] f32  # fc\n"
+                       "  return %3\n"),
+                 "lower-hir",
+                 graph("  %0 = input[name=\"x\", shape=[b, 4] f32] : [b, 4] f32\n"
+                       "  %1 = param[name=\"w\", shape=[3, 4] f32] : [3, 4] f32\n"
+                       "  %2 = param[name=\"bias\", shape=[3] f32] : [3] f32\n"
+                       "  %3 = matmul[transpose_b=true](%0, %1) : [b, 3] f32  # fc.proj\n"
+                       "  %4 = add(%3, %2) : [b, 3] f32  # fc.proj.bias\n"
+                       "  %5 = relu(%4) : [b, 3] f32  # fc.act\n"
+                       "  return %5\n"),
+                 1e-6);
+}
+
 TEST(LowerHir, LowersEveryHirBlockAndKeepsValues) {
   for (Graph g : {testing::bert_hir(1, 16, 2, 32, /*padding_mask=*/true), testing::llama_hir(),
                   testing::mlp_hir()}) {

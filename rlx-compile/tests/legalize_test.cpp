@@ -409,6 +409,29 @@ TEST(Legalize, DeadUnsupportedNodesDoNotMatter) {
   EXPECT_NO_THROW(legalize(g, claim_all_but({OpKind::Conv2d}), "tiny"));
 }
 
+TEST(Legalize, TextOfAChainOfRewrites) {
+  // relu -> maximum(x, 0); neg -> mul(x, -1), each into ops the backend claims.
+  ir::ClaimSet claims = claim_all_but({OpKind::Relu, OpKind::Neg});
+  fusion::PassContext ctx;
+  ctx.claims = &claims;
+  ctx.backend = "no-relu-neg";
+  testing::expect_rewrite(R"(graph @g {
+  %0 = input[name="x", shape=[4] f32] : [4] f32
+  %1 = relu(%0) : [4] f32
+  %2 = neg(%1) : [4] f32
+  return %2
+})",
+                          "legalize", R"(graph @g {
+  %0 = input[name="x", shape=[4] f32] : [4] f32
+  %1 = constant[value=[] f32 {0}] : [] f32
+  %2 = maximum(%0, %1) : [4] f32
+  %3 = constant[value=[] f32 {-1}] : [] f32
+  %4 = mul(%2, %3) : [4] f32
+  return %4
+})",
+                          0, ctx);
+}
+
 TEST(Legalize, AsAPassInAPipeline) {
   Graph g = unary_graph(OpKind::Silu, DType::f32);
   ir::ClaimSet claims = claim_all_but({OpKind::Silu});
