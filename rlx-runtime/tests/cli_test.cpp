@@ -155,6 +155,38 @@ TEST_F(Cli, RunWritesOutputsThatMatchTheReference) {
   EXPECT_LT(ir::max_abs_diff(read_npy(path("y2.npy")), want), 1e-5);
 }
 
+// A HuggingFace-style BertModel checkpoint ("bert." prefix, embeddings, a pooler the encoder does
+// not use): the config is read off the weights, token_type_ids and position_ids take HF defaults.
+TEST_F(Cli, RunsAHuggingFaceStyleBertCheckpoint) {
+  BertConfig c;
+  c.layers = 2;
+  c.hidden = 8;
+  c.heads = 2;
+  c.ffn = 16;
+  c.embeddings = true;
+  c.vocab = 20;
+  c.max_positions = 32;
+  ir::Graph g = build_bert(c);
+  TensorMap params = init_params(g, 11);
+  TensorMap ckpt;
+  for (const auto& [name, t] : params)
+    ckpt["bert." + name] = t;
+  ckpt["bert.pooler.dense.weight"] = ir::Tensor(ir::Shape::of({8, 8}));
+  ckpt["cls.predictions.bias"] = ir::Tensor(ir::Shape::of({20}));
+  write_safetensors(path("model.safetensors"), ckpt);
+  const ir::Tensor ids = ir::Tensor::from<std::int64_t>({1, 5}, {3, 19, 0, 7, 7});
+  write_npy(path("ids.npy"), ids);
+  Result r = rlx("run --model bert --heads 2 --weights " + path("model.safetensors") +
+                 " --input input_ids=" + path("ids.npy") + " --output y=" + path("y.npy"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("layers = 2 (from the weights)"), std::string::npos) << r.out;
+  TensorMap in{{"input_ids", ids},
+               {"token_type_ids", ir::Tensor(ir::Shape::of({1, 5}, ir::DType::i64))},
+               {"position_ids", ir::Tensor::from<std::int64_t>({1, 5}, {0, 1, 2, 3, 4})}};
+  ir::Tensor want = ir::reference::evaluate(g, in, params).at(0);
+  EXPECT_LT(ir::max_abs_diff(read_npy(path("y.npy")), want), 1e-5);
+}
+
 TEST_F(Cli, ExportWritesTheGraphJson) {
   Result r = rlx(std::string("export ") + kTinyMlp + " -o " + path("g.json"));
   ASSERT_EQ(r.status, 0) << r.err;

@@ -14,6 +14,23 @@ namespace rlx::cli {
 
 namespace {
 
+/// One line per materialised node of the LIR: where its value lives in the arena.
+void print_buffers(const ir::Module& lir) {
+  const ir::Graph& g = lir.graph();
+  const ir::MemoryPlan& plan = lir.plan();
+  std::cout << "==== buffers (node, storage, arena bytes [offset, end))\n";
+  for (ir::NodeId id : plan.schedule) {
+    const ir::BufferSlot& slot = plan.slot(id);
+    if (slot.storage == ir::Storage::none)
+      continue;
+    std::cout << "  " << ir::describe(g, id) << "  " << ir::storage_name(slot.storage) << " ["
+              << slot.offset << ", " << slot.offset + slot.bytes << ")";
+    if (slot.storage == ir::Storage::view)
+      std::cout << " view of %" << slot.view_of.v;
+    std::cout << "\n";
+  }
+}
+
 struct Inspect {
   ModelArgs model;
   std::string svg;
@@ -36,6 +53,7 @@ struct Inspect {
                 << compile::format_memory_plan(insp.result.lir.plan()) << "\n";
     } else {
       std::cout << insp.str() << "\n";
+      print_buffers(insp.result.lir);
     }
     if (kernels && session.device().kind == runtime::DeviceKind::cpu) {
       auto exe = session.backend().compile(insp.result.lir);

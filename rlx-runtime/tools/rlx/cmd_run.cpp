@@ -96,6 +96,11 @@ struct Run {
         continue;
       if (auto d = hf_default(name, type, sizes)) {
         in.emplace(name, *d);
+        m.notes.push_back(name + " not given: " +
+                          (name == "position_ids"     ? "0 .. seq-1"
+                           : name == "attention_mask" ? "all ones"
+                                                      : "all zeros") +
+                          " (the HuggingFace default)");
       } else if (random_inputs) {
         in.emplace(name, random.at(name));
       } else {
