@@ -9,6 +9,8 @@
 
 #include <tbb/info.h>
 
+#include <type_traits>
+
 namespace rlx::cpu {
 
 CpuBackend::CpuBackend(CpuOptions opts) : opts_(opts) {
@@ -50,11 +52,26 @@ std::unique_ptr<compile::Backend> make_cpu_backend(const CpuOptions& opts) {
   return std::make_unique<CpuBackend>(opts);
 }
 
-std::string kernel_listing(const compile::Executable& exe) {
-  const auto* cpu = dynamic_cast<const CpuExecutable*>(&exe);
+namespace {
+template <class E> auto* as_cpu(E& exe, const char* who) {
+  using T = std::conditional_t<std::is_const_v<E>, const CpuExecutable, CpuExecutable>;
+  auto* cpu = dynamic_cast<T*>(&exe);
   if (!cpu)
-    throw Error("kernel_listing: the executable was not compiled by the CPU backend");
-  return cpu->listing();
+    throw Error(std::string(who) + ": the executable was not compiled by the CPU backend");
+  return cpu;
+}
+} // namespace
+
+std::string kernel_listing(const compile::Executable& exe) {
+  return as_cpu(exe, "kernel_listing")->listing();
+}
+
+void set_kernel_profiling(compile::Executable& exe, bool on) {
+  as_cpu(exe, "set_kernel_profiling")->set_profiling(on);
+}
+
+std::string kernel_profile(const compile::Executable& exe) {
+  return as_cpu(exe, "kernel_profile")->profile();
 }
 
 } // namespace rlx::cpu

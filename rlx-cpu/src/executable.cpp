@@ -8,6 +8,9 @@
 #include "rlx/ir/error.hpp"
 #include "threading.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -160,8 +163,46 @@ void CpuExecutable::execute() {
         throw Error(std::string("execute: ") + (leaves == &inputs_ ? "input" : "param") + " '" +
                     name + "' was never set");
   set_openmp_threads(threads_);
-  for (Record& r : kernels_)
+  // The one execution path: every kernel record in schedule order (timed when profiling).
+  for (Record& r : kernels_) {
+    if (!profiling_) {
+      r.kernel->run(ctx_);
+      continue;
+    }
+    auto t0 = std::chrono::steady_clock::now();
     r.kernel->run(ctx_);
+    r.ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  profiled_runs_ += profiling_ ? 1 : 0;
+}
+
+void CpuExecutable::set_profiling(bool on) {
+  profiling_ = on;
+  profiled_runs_ = 0;
+  for (Record& r : kernels_)
+    r.ms = 0;
+}
+
+std::string CpuExecutable::profile() const {
+  std::vector<const Record*> order;
+  double total = 0;
+  for (const Record& r : kernels_) {
+    order.push_back(&r);
+    total += r.ms;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Record* a, const Record* b) { return a->ms > b->ms; });
+  std::ostringstream os;
+  int runs = std::max(profiled_runs_, 1);
+  os << "kernel profile over " << profiled_runs_ << " runs: " << total / runs << " ms per run\n";
+  for (const Record* r : order) {
+    char line[64];
+    std::snprintf(line, sizeof line, "%9.3f ms %5.1f%%  ", r->ms / runs,
+                  total > 0 ? 100.0 * r->ms / total : 0.0);
+    os << line << r->label << "\n";
+  }
+  return os.str();
 }
 
 ir::Tensor CpuExecutable::output(std::size_t index) const {

@@ -33,6 +33,10 @@ public:
 
   /// One line per kernel record (see kernel_listing()).
   std::string listing() const;
+  /// Starts (or stops) timing every kernel of the run loop and clears the totals.
+  void set_profiling(bool on);
+  /// Per kernel: total milliseconds over the profiled runs and share of the total, slowest first.
+  std::string profile() const;
 
 private:
   /// An Input or Param slot.
@@ -51,6 +55,7 @@ private:
   struct Record {
     std::unique_ptr<Kernel> kernel;
     std::string label;
+    double ms = 0; ///< accumulated time while profiling
   };
   struct FreeAligned {
     void operator()(std::byte* p) const;
@@ -69,6 +74,8 @@ private:
   std::unique_ptr<tbb::task_arena> pool_;
   std::unique_ptr<dnnl::stream> stream_;
   ExecContext ctx_;
+  bool profiling_ = false;
+  int profiled_runs_ = 0;
 };
 
 } // namespace rlx::cpu

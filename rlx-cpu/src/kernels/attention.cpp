@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 namespace rlx::cpu {
 namespace {
@@ -46,9 +47,111 @@ template <class T> struct AttnParams {
   std::int64_t blocks_per_head;
 };
 
-/// Per-thread scratch of one task, in compute-type elements.
-std::int64_t task_scratch_elems(std::int64_t dv) {
-  return kBlockQ * kTileK + kBlockQ * dv + 2 * kBlockQ;
+/// Per-thread scratch of one task, in compute-type elements: the score tile, the transposed key
+/// tile, the output accumulators and the row statistics.
+std::int64_t task_scratch_elems(std::int64_t d, std::int64_t dv) {
+  return kBlockQ * kTileK + d * kTileK + kBlockQ * dv + 2 * kBlockQ;
+}
+
+constexpr std::int64_t kRows = 4; ///< query rows per register block of the f32 micro-kernels
+
+/// s[i][j] = q_i · k_j for the qn rows of a block and the jn keys of a tile (unscaled).
+/// f32: the key tile is packed transposed, kt[d][j], so each query row's scores are an axpy over
+/// d vectorised across keys, four rows per pass over the tile; other types: plain dots.
+template <class T, class A>
+[[gnu::always_inline]] inline void tile_scores(const AttnParams<T>& p, const T* qb, const T* kb,
+                                               std::int64_t j0, std::int64_t qn, std::int64_t jn,
+                                               A* s, A* kt) {
+  if constexpr (std::is_same_v<T, float>) {
+    for (std::int64_t j = 0; j < kTileK; ++j) {
+      const float* kj = kb + (j0 + j) * p.k_s;
+      for (std::int64_t d = 0; d < p.d; ++d)
+        kt[d * kTileK + j] = j < jn ? kj[d] : 0.0f;
+    }
+    for (std::int64_t i0 = 0; i0 < qn; i0 += kRows) {
+      float c[kRows][kTileK] = {};
+      const float* q[kRows];
+      for (std::int64_t r = 0; r < kRows; ++r)
+        q[r] = qb + std::min(i0 + r, qn - 1) * p.q_s; // a short block repeats its last row
+      for (std::int64_t d = 0; d < p.d; ++d) {
+        const float* kd = kt + d * kTileK;
+        for (std::int64_t r = 0; r < kRows; ++r) {
+          float qv = q[r][d];
+#pragma omp simd
+          for (std::int64_t j = 0; j < kTileK; ++j)
+            c[r][j] += qv * kd[j];
+        }
+      }
+      for (std::int64_t r = 0; r < kRows && i0 + r < qn; ++r)
+        std::memcpy(s + (i0 + r) * kTileK, c[r], sizeof c[r]);
+    }
+  } else {
+    for (std::int64_t i = 0; i < qn; ++i) {
+      const T* qi = qb + i * p.q_s;
+      for (std::int64_t j = 0; j < jn; ++j) {
+        const T* kj = kb + (j0 + j) * p.k_s;
+        A dot = 0;
+        for (std::int64_t d = 0; d < p.d; ++d)
+          dot += static_cast<A>(to_compute<T>(qi[d])) * static_cast<A>(to_compute<T>(kj[d]));
+        s[i * kTileK + j] = dot;
+      }
+    }
+  }
+}
+
+/// acc_i += Σ_j p_ij v_j over a tile. f32: a 4-row × 64-column block of accumulators stays in
+/// registers while the tile's value rows stream past.
+template <class T, class A>
+[[gnu::always_inline]] inline void tile_values(const AttnParams<T>& p, const T* vb, std::int64_t j0,
+                                               std::int64_t qn, std::int64_t jn, const A* s,
+                                               A* acc) {
+  if constexpr (std::is_same_v<T, float>) {
+    constexpr std::int64_t kCols = 64;
+    for (std::int64_t i0 = 0; i0 < qn; i0 += kRows) {
+      std::int64_t rows = std::min(kRows, qn - i0);
+      for (std::int64_t c0 = 0; c0 < p.dv; c0 += kCols) {
+        if (p.dv - c0 >= kCols) {
+          float a[kRows][kCols];
+          for (std::int64_t r = 0; r < kRows; ++r)
+            for (std::int64_t d = 0; d < kCols; ++d)
+              a[r][d] = r < rows ? acc[(i0 + r) * p.dv + c0 + d] : 0.0f;
+          for (std::int64_t j = 0; j < jn; ++j) {
+            const float* vj = vb + (j0 + j) * p.v_s + c0;
+            for (std::int64_t r = 0; r < kRows; ++r) {
+              float pr = r < rows ? s[(i0 + r) * kTileK + j] : 0.0f;
+#pragma omp simd
+              for (std::int64_t d = 0; d < kCols; ++d)
+                a[r][d] += pr * vj[d];
+            }
+          }
+          for (std::int64_t r = 0; r < rows; ++r)
+            std::memcpy(acc + (i0 + r) * p.dv + c0, a[r], sizeof a[r]);
+        } else {
+          for (std::int64_t j = 0; j < jn; ++j) {
+            const float* vj = vb + (j0 + j) * p.v_s;
+            for (std::int64_t r = 0; r < rows; ++r) {
+              float pr = s[(i0 + r) * kTileK + j];
+              float* ar = acc + (i0 + r) * p.dv;
+#pragma omp simd
+              for (std::int64_t d = c0; d < p.dv; ++d)
+                ar[d] += pr * vj[d];
+            }
+          }
+        }
+      }
+    }
+  } else {
+    for (std::int64_t i = 0; i < qn; ++i)
+      for (std::int64_t j = 0; j < jn; ++j) {
+        A pj = s[i * kTileK + j];
+        if (pj == A{0})
+          continue;
+        const T* vj = vb + (j0 + j) * p.v_s;
+        A* ai = acc + i * p.dv;
+        for (std::int64_t d = 0; d < p.dv; ++d)
+          ai[d] += pj * static_cast<A>(to_compute<T>(vj[d]));
+      }
+  }
 }
 
 /// One (batch, head, query block) task. \p A is the compute type (float for f32, double for f64).
@@ -60,10 +163,11 @@ template <class T, class A>
   std::int64_t h = bh % p.heads, b = bh / p.heads;
   std::int64_t kh = h / (p.heads / p.kv_heads);
   std::int64_t q0 = blk * kBlockQ, qn = std::min(kBlockQ, p.sq - q0);
-  A* s = scratch;                // [Bq][Tk] scores
-  A* acc = s + kBlockQ * kTileK; // [Bq][Dv]
-  A* m = acc + kBlockQ * p.dv;   // [Bq]
-  A* l = m + kBlockQ;            // [Bq]
+  A* s = scratch;               // [Bq][Tk] scores
+  A* kt = s + kBlockQ * kTileK; // [D][Tk] transposed key tile (f32)
+  A* acc = kt + p.d * kTileK;   // [Bq][Dv]
+  A* m = acc + kBlockQ * p.dv;  // [Bq]
+  A* l = m + kBlockQ;           // [Bq]
   for (std::int64_t i = 0; i < qn; ++i) {
     m[i] = kNegInf;
     l[i] = 0;
@@ -85,23 +189,14 @@ template <class T, class A>
 
   for (std::int64_t j0 = jmin; j0 < jmax; j0 += kTileK) {
     std::int64_t jn = std::min(kTileK, jmax - j0);
-    // Scores of the tile.
+    tile_scores<T, A>(p, qb, kb, j0, qn, jn, s, kt);
+    // Scale, softcap, bias and masks. Entries past jn are -inf, so the vector loops below run the
+    // full, aligned tile width (no scalar peel or remainder) and those keys weigh 0.
     for (std::int64_t i = 0; i < qn; ++i) {
-      const T* qi = qb + i * p.q_s;
-      A* si = s + i * kTileK;
-      for (std::int64_t j = 0; j < jn; ++j) {
-        const T* kj = kb + (j0 + j) * p.k_s;
-        A dot = 0;
-        if constexpr (std::is_same_v<T, A>) {
-#pragma omp simd reduction(+ : dot)
-          for (std::int64_t d = 0; d < p.d; ++d)
-            dot += qi[d] * kj[d];
-        } else {
-          for (std::int64_t d = 0; d < p.d; ++d)
-            dot += static_cast<A>(to_compute<T>(qi[d])) * static_cast<A>(to_compute<T>(kj[d]));
-        }
-        si[j] = dot * scale;
-      }
+      A* si = std::assume_aligned<64>(s + i * kTileK);
+#pragma omp simd
+      for (std::int64_t j = 0; j < kTileK; ++j)
+        si[j] = j < jn ? si[j] * scale : kNegInf;
       if (cap > 0)
         for (std::int64_t j = 0; j < jn; ++j)
           si[j] = cap * std::tanh(si[j] / cap);
@@ -112,13 +207,11 @@ template <class T, class A>
       }
       std::int64_t qi_abs = q0 + i;
       if (causal)
-        for (std::int64_t j = 0; j < jn; ++j)
-          if (j0 + j > qi_abs + p.shift)
-            si[j] = kNegInf;
+        for (std::int64_t j = std::max<std::int64_t>(0, qi_abs + p.shift + 1 - j0); j < jn; ++j)
+          si[j] = kNegInf;
       if (p.mask == ir::MaskKind::sliding_window)
-        for (std::int64_t j = 0; j < jn; ++j)
-          if (j0 + j <= qi_abs + p.shift - p.window)
-            si[j] = kNegInf;
+        for (std::int64_t j = 0; j < jn && j0 + j <= qi_abs + p.shift - p.window; ++j)
+          si[j] = kNegInf;
       if (p.keep) {
         const std::uint8_t* keep = p.keep + b * p.sk + j0;
         for (std::int64_t j = 0; j < jn; ++j)
@@ -126,50 +219,42 @@ template <class T, class A>
             si[j] = kNegInf;
       }
     }
-    // Online softmax update and P·V.
+    // Online softmax: p_ij = e^(s_ij - m'_i), rescale the running sums by e^(m_i - m'_i).
     for (std::int64_t i = 0; i < qn; ++i) {
-      A* si = s + i * kTileK;
+      A* si = std::assume_aligned<64>(s + i * kTileK);
       A row_max = kNegInf;
-      for (std::int64_t j = 0; j < jn; ++j)
+#pragma omp simd reduction(max : row_max)
+      for (std::int64_t j = 0; j < kTileK; ++j)
         row_max = si[j] > row_max ? si[j] : row_max;
       A m_new = row_max > m[i] ? row_max : m[i];
-      if (m_new == kNegInf)
-        continue; // nothing visible yet in this row
+      if (m_new == kNegInf) { // nothing visible yet in this row
+        for (std::int64_t j = 0; j < kTileK; ++j)
+          si[j] = 0;
+        continue;
+      }
       A corr = m[i] == kNegInf ? A{0} : static_cast<A>(std::exp(m[i] - m_new));
       A sum = 0;
       if constexpr (std::is_same_v<A, float>) {
 #pragma omp simd reduction(+ : sum)
-        for (std::int64_t j = 0; j < jn; ++j) {
+        for (std::int64_t j = 0; j < kTileK; ++j) {
           si[j] = simd::exp(si[j] - m_new);
           sum += si[j];
         }
       } else {
-        for (std::int64_t j = 0; j < jn; ++j) {
+        for (std::int64_t j = 0; j < kTileK; ++j) {
           si[j] = std::exp(si[j] - m_new);
           sum += si[j];
         }
       }
       l[i] = l[i] * corr + sum;
       m[i] = m_new;
-      A* ai = acc + i * p.dv;
-      if (corr != A{1})
+      if (corr != A{1}) {
+        A* ai = acc + i * p.dv;
         for (std::int64_t d = 0; d < p.dv; ++d)
           ai[d] *= corr;
-      for (std::int64_t j = 0; j < jn; ++j) {
-        A pj = si[j];
-        if (pj == A{0})
-          continue;
-        const T* vj = vb + (j0 + j) * p.v_s;
-        if constexpr (std::is_same_v<T, A>) {
-#pragma omp simd
-          for (std::int64_t d = 0; d < p.dv; ++d)
-            ai[d] += pj * vj[d];
-        } else {
-          for (std::int64_t d = 0; d < p.dv; ++d)
-            ai[d] += pj * static_cast<A>(to_compute<T>(vj[d]));
-        }
       }
     }
+    tile_values<T, A>(p, vb, j0, qn, jn, s, acc);
   }
   // Normalise and store.
   T* ob = p.o + b * p.o_b + h * p.o_h + q0 * p.o_s;
@@ -225,7 +310,7 @@ AttnShape attn_shape(const NodeView& n) {
 /// Scratch: per thread one task's tiles (64-byte aligned slices), plus the padding keep flags.
 std::int64_t thread_slice_bytes(const NodeView& n) {
   std::int64_t elem = n.out().dtype == ir::DType::f32 ? 4 : 8;
-  return (task_scratch_elems(attn_shape(n).dv) * elem + 63) / 64 * 64;
+  return (task_scratch_elems(attn_shape(n).d, attn_shape(n).dv) * elem + 63) / 64 * 64;
 }
 std::int64_t attention_scratch(const NodeView& n) {
   AttnShape s = attn_shape(n);

@@ -64,4 +64,12 @@ std::unique_ptr<compile::Backend> make_cpu_backend(const CpuOptions& opts = {});
 /// made by a CpuBackend.
 std::string kernel_listing(const compile::Executable& exe);
 
+/// Starts (\p on) or stops timing every kernel of a CPU executable's runs; clears the totals.
+/// Throws Error when \p exe was not made by a CpuBackend.
+void set_kernel_profiling(compile::Executable& exe, bool on);
+
+/// The per-kernel times of the runs since profiling started, slowest first, with each kernel's
+/// share of the total. Throws Error when \p exe was not made by a CpuBackend.
+std::string kernel_profile(const compile::Executable& exe);
+
 } // namespace rlx::cpu
