@@ -5,6 +5,7 @@
 #include "session_state.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <set>
 
 namespace rlx::runtime {
@@ -146,10 +147,27 @@ std::vector<std::string> Executable::missing_params() const {
 
 void Executable::load_params(const std::filesystem::path& path, const LoadOptions& opts) {
   SafetensorsReader file(path);
+  // The file's name for a param: prefix + name, else the bare name (HF keeps lm_head.weight
+  // outside "model."), each also in the legacy TF spelling LayerNorm.gamma / .beta that older
+  // BERT checkpoints (bert-base-uncased) still use.
+  auto key_of = [&](const std::string& name) {
+    std::vector<std::string> names{name};
+    for (auto [modern, legacy] : {std::pair{".LayerNorm.weight", ".LayerNorm.gamma"},
+                                  std::pair{".LayerNorm.bias", ".LayerNorm.beta"}})
+      if (name.ends_with(modern))
+        names.push_back(name.substr(0, name.size() - std::strlen(modern)) + legacy);
+    for (const auto& n : names) {
+      if (file.find(opts.prefix + n))
+        return opts.prefix + n;
+      if (!opts.prefix.empty() && file.find(n))
+        return n;
+    }
+    return opts.prefix + name;
+  };
   std::vector<std::string> missing, extra, mistyped;
   std::set<std::string> wanted;
   for (const auto& [name, type] : state_->param_types) {
-    const std::string key = opts.prefix + name;
+    const std::string key = key_of(name);
     wanted.insert(key);
     const SafetensorsEntry* e = file.find(key);
     if (!e) {
@@ -187,7 +205,7 @@ void Executable::load_params(const std::filesystem::path& path, const LoadOption
     throw Error("load_params '" + file.path() + "': " + problems);
 
   for (const auto& [name, type] : state_->param_types) {
-    const std::string key = opts.prefix + name;
+    const std::string key = key_of(name);
     if (!file.find(key))
       continue;
     ir::Tensor t = file.read(key);

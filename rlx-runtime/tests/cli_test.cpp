@@ -187,6 +187,50 @@ TEST_F(Cli, RunsAHuggingFaceStyleBertCheckpoint) {
   EXPECT_LT(ir::max_abs_diff(read_npy(path("y.npy")), want), 1e-5);
 }
 
+// A HuggingFace-style LlamaForCausalLM checkpoint ("model." prefix, embed_tokens, lm_head,
+// grouped-query attention): kv heads come from k_proj's rows; f64 inputs are an error.
+TEST_F(Cli, RunsAHuggingFaceStyleLlamaCheckpoint) {
+  LlamaConfig c;
+  c.layers = 1;
+  c.hidden = 16;
+  c.heads = 2;
+  c.kv_heads = 1;
+  c.ffn = 32;
+  c.embeddings = c.lm_head = true;
+  c.vocab = 11;
+  c.prefix = "model.";
+  ir::Graph g = build_llama(c);
+  TensorMap params = init_params(g, 13);
+  write_safetensors(path("model.safetensors"), params);
+  const ir::Tensor ids = ir::Tensor::from<std::int64_t>({1, 4}, {1, 10, 2, 2});
+  write_npy(path("ids.npy"), ids);
+  Result r = rlx("run --model llama --heads 2 --weights " + path("model.safetensors") +
+                 " --input input_ids=" + path("ids.npy") + " --output y=" + path("y.npy"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("kv_heads = 1 (from the weights)"), std::string::npos) << r.out;
+  ir::Tensor want = ir::reference::evaluate(g, {{"input_ids", ids}}, params).at(0);
+  EXPECT_EQ(want.shape(), ir::Shape::of({1, 4, 11}));
+  EXPECT_LT(ir::max_abs_diff(read_npy(path("y.npy")), want), 1e-5);
+}
+
+TEST_F(Cli, ConvertsInputsOfAnotherWidthOfTheSameKind) {
+  // NumPy's default float64 arrays (and int32 token ids) are converted, with a note.
+  MlpConfig c;
+  c.dims = {4, 3, 2};
+  ir::Graph g = build_mlp(c);
+  TensorMap in = random_inputs(g, {{"batch", 2}}, 1);
+  write_npy(path("x64.npy"), in.at("x").cast(ir::DType::f64));
+  Result r = rlx(std::string("run ") + kTinyMlp + " --input x=" + path("x64.npy") +
+                 " --output y=" + path("y.npy"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("converted from f64"), std::string::npos) << r.out;
+  EXPECT_LT(ir::max_abs_diff(read_npy(path("y.npy")),
+                             ir::reference::evaluate(g, in, init_params(g, 0)).at(0)),
+            1e-5);
+  write_npy(path("xi.npy"), ir::Tensor(ir::Shape::of({2, 4}, ir::DType::i32)));
+  expect_error(std::string("run ") + kTinyMlp + " --input x=" + path("xi.npy"), 1, "input 'x'");
+}
+
 TEST_F(Cli, ExportWritesTheGraphJson) {
   Result r = rlx(std::string("export ") + kTinyMlp + " -o " + path("g.json"));
   ASSERT_EQ(r.status, 0) << r.err;

@@ -261,8 +261,14 @@ TEST(Session, LoadParamsFromSafetensors) {
 
   // A checkpoint with a prefix, an extra tensor, and f16 weights.
   TensorMap hf;
-  for (const auto& [name, t] : params)
-    hf["bert." + name] = t.cast(ir::DType::f16);
+  for (const auto& [name, t] : params) { // legacy LayerNorm.gamma / .beta spelling, as in
+    std::string n = name;                // bert-base-uncased
+    if (n.ends_with("LayerNorm.weight"))
+      n.replace(n.size() - 6, 6, "gamma");
+    if (n.ends_with("LayerNorm.bias"))
+      n.replace(n.size() - 4, 4, "beta");
+    hf["bert." + n] = t.cast(ir::DType::f16);
+  }
   hf["bert.pooler.dense.bias"] = Tensor(ir::Shape::of({16}));
   write_safetensors(path, hf);
   Executable e2 = s.compile(g);

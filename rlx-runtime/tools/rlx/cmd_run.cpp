@@ -79,7 +79,17 @@ struct Run {
         throw Error("--input " + name + ": the model has no input '" + name +
                     "' (inputs: " + known + ")");
       }
-      if (!in.emplace(name, runtime::read_npy(path)).second)
+      ir::Tensor t = runtime::read_npy(path);
+      // NumPy defaults to float64 / int64 (int32 on some platforms): convert within a kind.
+      const ir::DType want = m.graph.shape(m.graph.find_leaf(name)).dtype;
+      if (t.dtype() != want && ((ir::is_float(t.dtype()) && ir::is_float(want)) ||
+                                (ir::is_int(t.dtype()) && ir::is_int(want)))) {
+        m.notes.push_back("input " + name + " converted from " +
+                          std::string(ir::dtype_name(t.dtype())) + " to " +
+                          std::string(ir::dtype_name(want)));
+        t = t.cast(want);
+      }
+      if (!in.emplace(name, t).second)
         throw Error("--input " + name + " given twice");
     }
     ir::Bindings sizes = m.bindings;

@@ -22,7 +22,9 @@ struct ExecutableState;
 /// How Executable::load_params matches a weights file to the graph's Params.
 struct LoadOptions {
   /// Prepended to every Param name to find its tensor in the file (e.g. "bert." for a
-  /// BertModel checkpoint read by a graph built without a prefix).
+  /// BertModel checkpoint read by a graph built without a prefix). A Param the file lacks under
+  /// the prefix is looked up under its own name (HF keeps "lm_head.weight" outside "model."); a
+  /// "*.LayerNorm.weight" / ".bias" also under the legacy "*.LayerNorm.gamma" / ".beta".
   std::string prefix;
   /// Tolerate tensors in the file that no Param reads (a checkpoint's pooler or heads).
   bool allow_extra = false;
