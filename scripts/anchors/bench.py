@@ -4,14 +4,15 @@
 Run through bench.sh, which installs onnxruntime-node and exports the ONNX models first.
 
 Each round times every selected case once with ONNX Runtime (../shared/anchors/bench_ort.js, CPU EP,
-2 intra-op threads) and once with `rlx bench ... --json`; the order of the two alternates from round
-to round so that drift of a shared machine hits both alike. The table gives, per case, the median
-over rounds of each runtime's per-round median latency, the ratio rlx/ORT and GFLOP/s (matmul FLOPs
-only, the count bench_ort.js uses, for both columns). The machine's load average is printed with
+2 intra-op threads) and once with `rlx bench ... --threads 2 --json` (unless --rlx-extra sets
+--threads); the order of the two alternates from round to round so that drift of a shared machine
+hits both alike. The table gives, per case, the median over rounds of each runtime's per-round
+median latency, the ratio rlx/ORT and GFLOP/s (matmul FLOPs only, the count bench_ort.js uses, for
+both columns). The machine's load average is printed with
 the table: figures taken while other work runs are noisy and labelled so.
 
 Usage: bench.py --models-dir DIR --bench-ort FILE [--rlx PATH | --no-rlx] [--rounds 3]
-                [--cases bert_base:1,bert_mini:8,llama,mlp] [--target-s 4] [--json FILE]
+                [--cases bert_base:1,bert_mini:8,llama,mlp] [--target-s 3] [--json FILE]
 """
 import argparse
 import datetime
@@ -77,9 +78,12 @@ def pick(d, *keys):
     return None
 
 
-def run_rlx(args, model, b, s, runs):
+def run_rlx(args, model, b, s, runs, warmup):
     """One `rlx bench` of a case; returns its parsed JSON record (median_ms etc.)."""
-    cmd = [args.rlx, "bench"] + shlex.split(rlx_flags(model, b, s)) + shlex.split(args.rlx_extra) + ["--runs", str(runs), "--json"]
+    cmd = [args.rlx, "bench"] + shlex.split(rlx_flags(model, b, s)) + shlex.split(args.rlx_extra)
+    if "--threads" not in args.rlx_extra:
+        cmd += ["--threads", "2"]  # as bench_ort.js's intraOpNumThreads
+    cmd += ["--runs", str(runs), "--warmup", str(warmup), "--json"]
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
@@ -131,7 +135,7 @@ def main():
     ap.add_argument("--rlx-extra", default="", help="extra flags for every `rlx bench`")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cases", default="")
-    ap.add_argument("--target-s", type=float, default=4.0, help="timed seconds per case per round")
+    ap.add_argument("--target-s", type=float, default=3.0, help="timed seconds per case per round")
     ap.add_argument("--min-reps", type=int, default=5)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
@@ -156,12 +160,15 @@ def main():
                     return
                 for c in mine:
                     prev = ort_t[c][-1] if ort_t[c] else None
+                    # As bench_ort.js: warm up for >= 3 runs and >= 1 s, then ~target_s of runs.
                     runs = 10 if prev is None else int(max(a.min_reps, min(300, a.target_s * 1e3 / prev)))
-                    rec = run_rlx(a, *c, runs)
+                    warmup = 3 if prev is None else int(max(3, min(5000, 1e3 / prev)))
+                    rec = run_rlx(a, *c, runs, warmup)
                     rlx_t[c].append(rec["_median_ms"])
                     raw.append({"runtime": "rlx", "round": r, "model": c[0], "batch": c[1], "seq": c[2],
-                                **{k: v for k, v in rec.items() if not k.startswith("_")},
-                                "median_ms": rec["_median_ms"], "wall_s": round(rec["_wall_s"], 2)})
+                                "median_ms": rec["_median_ms"], "wall_s": round(rec["_wall_s"], 2),
+                                "loadavg": loadavg(), "cmd": rec["_cmd"],
+                                "rlx_bench": {k: v for k, v in rec.items() if not k.startswith("_")}})
                     log(f"  rlx  | {c[0]:10s} b={c[1]:2d} s={c[2]:3d}  median {rec['_median_ms']:9.3f} ms"
                         f"  (runs {runs}, wall {rec['_wall_s']:.1f} s)")
 
@@ -174,7 +181,7 @@ def main():
                 if (c[1], c[2]) not in times:
                     raise SystemExit(f"bench: bench_ort.js gave no timing for {c}")
                 ort_t[c].append(times[(c[1], c[2])]["median_ms"])
-                raw.append({"round": r, **times[(c[1], c[2])]})
+                raw.append({"round": r, **times[(c[1], c[2])], "loadavg": loadavg()})
             if not rlx_first:
                 do_rlx()
         log(f"# round {r + 1}/{a.rounds} done, {time.monotonic() - t_start:.0f} s, load {loadavg():.2f}")

@@ -2,7 +2,7 @@
 # bench.sh: the performance table: rlx against ONNX Runtime on the anchor workloads, same run.
 #
 # Usage: scripts/anchors/bench.sh [--cases bert_base:1,bert_base:8,bert_mini,llama,mlp] [--rounds 3]
-#                                 [--target-s 4] [--json FILE] [--work DIR] [--no-rlx]
+#                                 [--target-s 3] [--json FILE] [--work DIR] [--no-rlx]
 #                                 [--rlx-extra "--device cpu"]
 # Installs onnxruntime-node into /tmp/ortnode when missing, exports the ONNX anchor models once
 # (make_models.py, into WORK/onnx), then runs bench.py: per round, every case timed with
@@ -13,6 +13,7 @@
 # bench_ort.js selects), only the selected rows are reported.
 # Environment: RLX (the rlx binary), RLX_ANCHORS (../shared/anchors), RLX_PYTHON (/usr/bin/python3).
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 WORK=/tmp/rlx-bench

@@ -13,6 +13,7 @@
 # Environment: RLX (the rlx binary; default: build*/rlx-runtime/rlx), RLX_ANCHORS (../shared/anchors),
 # RLX_PYTHON (/usr/bin/python3), ORT_NODE_DIR.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 WORK=/tmp/rlx-parity
