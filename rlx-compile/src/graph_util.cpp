@@ -39,17 +39,6 @@ std::vector<ir::NodeId> inline_subgraph(ir::Builder& b, const ir::Graph& sub,
   return outs;
 }
 
-bool is_splat(const ir::Graph& g, ir::NodeId id, double v) {
-  const ir::Node& n = g.node(id);
-  if (n.op != ir::OpKind::Constant)
-    return false;
-  const ir::Tensor& t = n.attr<ir::ConstantAttrs>().value;
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    if (t.get_f64(i) != v)
-      return false;
-  return true;
-}
-
 ir::NodeId full_constant(ir::Builder& b, const ir::Shape& type, double v) {
   ir::Tensor t(type);
   for (std::int64_t i = 0; i < t.numel(); ++i)
@@ -87,13 +76,6 @@ void erase_unused(ir::Graph& g, const std::vector<char>& drop) {
     outs.push_back(map[o.v]);
   out.set_outputs(std::move(outs));
   g = std::move(out);
-}
-
-int count_ops(const ir::Graph& g, ir::OpKind k) {
-  int n = 0;
-  for (const auto& nd : g.nodes())
-    n += nd.op == k;
-  return n;
 }
 
 } // namespace rlx::compile::detail

@@ -16,9 +16,6 @@ namespace rlx::compile::detail {
 std::vector<ir::NodeId> inline_subgraph(ir::Builder& b, const ir::Graph& sub,
                                         std::span<const ir::NodeId> args, std::string_view what);
 
-/// True when \p id is a Constant every element of which equals \p v.
-bool is_splat(const ir::Graph& g, ir::NodeId id, double v);
-
 /// A Constant of static type \p type filled with \p v.
 ir::NodeId full_constant(ir::Builder& b, const ir::Shape& type, double v);
 
@@ -28,8 +25,5 @@ bool compact_changed(ir::Graph& g);
 /// Rebuilds \p g without the nodes flagged in \p drop (indexed by NodeId::v), which must have no
 /// uses; every other node keeps its order, attributes and type.
 void erase_unused(ir::Graph& g, const std::vector<char>& drop);
-
-/// Counts the nodes of kind \p k.
-int count_ops(const ir::Graph& g, ir::OpKind k);
 
 } // namespace rlx::compile::detail
