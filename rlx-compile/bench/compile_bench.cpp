@@ -1,16 +1,20 @@
 // compile_bench.cpp: compile time of the whole CompilePipeline (lower HIR, fold, simplify, CSE,
-// legalise, DCE, bind, memory plan) on the BERT-base, LLaMA and MLP graphs of workloads.hpp, for a
+// legalise, DCE, bind, memory plan) on the acceptance workloads of the compile testing library
+// (tests/testing/workloads.hpp: BERT-base, LLaMA, MLP), for a
 // backend that claims every op and for one that needs legalisation of the composite ops.
 //
 //   rlx_compile_compile_bench --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
 //
 // reports the median wall time per compile (the goal for BERT-base is well under 100 ms).
 #include "rlx/compile/pipeline.hpp"
-#include "workloads.hpp"
+#include "testing/compile_testing.hpp"
 
 #include <benchmark/benchmark.h>
 
 #include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace {
 
@@ -21,11 +25,7 @@ using rlx::compile::CompilePipeline;
 class ClaimOnlyBackend : public rlx::compile::Backend {
 public:
   ClaimOnlyBackend(std::string name, std::initializer_list<rlx::ir::OpKind> unclaimed)
-      : name_(std::move(name)) {
-    rlx::ir::for_each_op([&](rlx::ir::OpKind k) { claims_.claim(k); });
-    for (auto k : unclaimed)
-      claims_.unclaim(k);
-  }
+      : name_(std::move(name)), claims_(rlx::compile::testing::claim_all_but(unclaimed)) {}
   std::string name() const override { return name_; }
   const rlx::ir::ClaimSet& claims() const override { return claims_; }
   std::unique_ptr<rlx::compile::Executable> compile(const rlx::ir::Module&) const override {
@@ -49,10 +49,22 @@ const ClaimOnlyBackend& subset_backend() {
   return b;
 }
 
-void run_compile(benchmark::State& state, const rlx::ir::Graph& hir, const rlx::ir::Bindings& b,
+/// The acceptance workload called \p name (built once).
+const rlx::compile::testing::Workload& workload(std::string_view name) {
+  static const std::vector<rlx::compile::testing::Workload> all =
+      rlx::compile::testing::acceptance_workloads();
+  for (const auto& w : all)
+    if (w.name == name)
+      return w;
+  throw std::logic_error("compile_bench: no workload '" + std::string(name) + "'");
+}
+
+/// Compiles the acceptance workload \p name (HIR, at its measured sizes) for \p backend.
+void run_compile(benchmark::State& state, std::string_view name,
                  const rlx::compile::Backend& backend) {
+  const rlx::ir::Graph& hir = workload(name).hir;
   CompileOptions o;
-  o.bindings = b;
+  o.bindings = workload(name).sizes;
   CompilePipeline pipe(backend, o);
   std::size_t nodes = 0;
   std::int64_t arena = 0;
@@ -67,26 +79,22 @@ void run_compile(benchmark::State& state, const rlx::ir::Graph& hir, const rlx::
 }
 
 void BM_CompileBertBase(benchmark::State& state) {
-  static const rlx::ir::Graph hir = rlx::compile::workloads::bert_hir();
-  run_compile(state, hir, {{"batch", 1}, {"seq", 128}}, full_backend());
+  run_compile(state, "bert-base", full_backend());
 }
 BENCHMARK(BM_CompileBertBase)->Unit(benchmark::kMillisecond);
 
 void BM_CompileBertBaseLegalised(benchmark::State& state) {
-  static const rlx::ir::Graph hir = rlx::compile::workloads::bert_hir();
-  run_compile(state, hir, {{"batch", 1}, {"seq", 128}}, subset_backend());
+  run_compile(state, "bert-base", subset_backend());
 }
 BENCHMARK(BM_CompileBertBaseLegalised)->Unit(benchmark::kMillisecond);
 
 void BM_CompileLlama4(benchmark::State& state) {
-  static const rlx::ir::Graph hir = rlx::compile::workloads::llama_hir();
-  run_compile(state, hir, {{"batch", 1}, {"seq", 128}}, full_backend());
+  run_compile(state, "llama", full_backend());
 }
 BENCHMARK(BM_CompileLlama4)->Unit(benchmark::kMillisecond);
 
 void BM_CompileMlp(benchmark::State& state) {
-  static const rlx::ir::Graph hir = rlx::compile::workloads::mlp_hir();
-  run_compile(state, hir, {{"batch", 64}}, full_backend());
+  run_compile(state, "mlp", full_backend());
 }
 BENCHMARK(BM_CompileMlp)->Unit(benchmark::kMillisecond);
 

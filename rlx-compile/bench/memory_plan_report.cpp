@@ -2,7 +2,7 @@
 // BERT-base, LLaMA and MLP graphs. A report, not a test: it prints figures and checks each plan.
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/ir/error.hpp"
-#include "workloads.hpp"
+#include "testing/workloads.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -30,7 +30,7 @@ int main() {
                 "ratio", "first-fit", "ratio", "plan ms");
     std::printf("%-10s %6s %10s | %12s %12s %7s | %12s %12s %7s | %12s %7s | %8s\n", "", "", "MiB",
                 "MiB", "MiB", "", "MiB", "MiB", "", "temps MiB", "", "");
-    for (const auto& w : rlx::compile::workloads::acceptance_workloads()) {
+    for (const auto& w : rlx::compile::testing::acceptance_workloads()) {
       auto t0 = std::chrono::steady_clock::now();
       rlx::ir::MemoryPlan best = rlx::compile::plan_memory(w.mir);
       auto t1 = std::chrono::steady_clock::now();
@@ -54,7 +54,7 @@ int main() {
     int best_wins = 0, first_wins = 0;
     const std::uint32_t seeds = 2000;
     for (std::uint32_t seed = 0; seed < seeds; ++seed) {
-      rlx::ir::Graph g = rlx::compile::workloads::random_graph(seed);
+      rlx::ir::Graph g = rlx::compile::testing::random_graph(seed);
       PlanOptions ff;
       ff.strategy = PlanOptions::Strategy::first_fit;
       rlx::ir::MemoryPlan b = rlx::compile::plan_memory(g);

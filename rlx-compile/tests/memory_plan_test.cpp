@@ -2,10 +2,10 @@
 // alignment, the checker, and arena size against the lower bound on BERT-base, LLaMA and an MLP.
 #include "rlx/compile/memory_plan.hpp"
 
-#include "../bench/workloads.hpp"
 #include "../src/heap.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
+#include "testing/workloads.hpp"
 
 #include <gtest/gtest.h>
 
@@ -226,7 +226,7 @@ const PlanOptions::Strategy kStrategies[] = {PlanOptions::Strategy::best_fit,
 TEST(MemoryPlanRandom, NoTwoLiveBuffersOverlapOnRandomDags) {
   int views = 0, shared = 0, scratch = 0;
   for (std::uint32_t seed = 0; seed < 400; ++seed) {
-    ir::Graph g = workloads::random_graph(seed);
+    ir::Graph g = testing::random_graph(seed);
     for (auto strategy : kStrategies) {
       PlanOptions opts;
       opts.strategy = strategy;
@@ -510,7 +510,7 @@ TEST(MemoryPlan, ScratchIsPlannedOnlyDuringItsNode) {
 }
 
 TEST(MemoryPlan, AlignmentIsConfigurableAndValidated) {
-  ir::Graph g = workloads::random_graph(7);
+  ir::Graph g = testing::random_graph(7);
   for (std::int64_t a : {1, 2, 16, 128, 4096}) {
     PlanOptions opts;
     opts.alignment = a;
@@ -585,7 +585,7 @@ TEST(HeapPlacement, BestFitTakesTheSmallestGapFirstFitTheLowest) {
 // --------------------------------------------------------------------
 
 TEST(MemoryPlanWorkloads, ArenaWithinTenPercentOfTheLowerBound) {
-  for (const auto& w : workloads::acceptance_workloads()) {
+  for (const auto& w : testing::acceptance_workloads()) {
     SCOPED_TRACE(w.name);
     ir::MemoryPlan p = plan_memory(w.mir);
     expect_sound(w.mir, p, p.alignment);

@@ -2,7 +2,6 @@
 #include "testing/compile_testing.hpp"
 
 #include "rlx/compile/passes.hpp"
-#include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
@@ -121,100 +120,6 @@ int count_ops(const ir::Graph& g, ir::OpKind k) {
   for (const auto& nd : g.nodes())
     n += nd.op == k;
   return n;
-}
-
-namespace {
-const ir::Dim kBatch = ir::Dim::sym("batch");
-const ir::Dim kSeq = ir::Dim::sym("seq");
-} // namespace
-
-ir::Graph bert_hir(int layers, std::int64_t hidden, std::int64_t heads, std::int64_t ffn,
-                   bool padding_mask, ir::DType dtype) {
-  ir::Graph g("bert");
-  ir::Builder b(g);
-  auto vec = [&](const std::string& n, std::int64_t d) {
-    return b.param(n, ir::Shape::of({d}, dtype));
-  };
-  auto mat = [&](const std::string& n, std::int64_t o, std::int64_t i) {
-    return b.param(n, ir::Shape::of({o, i}, dtype));
-  };
-  ir::NodeId x = b.input("x", ir::Shape({kBatch, kSeq, ir::Dim(hidden)}, dtype));
-  ir::NodeId mask;
-  if (padding_mask)
-    mask = b.input("mask", ir::Shape({kBatch, kSeq}, dtype));
-  for (int l = 0; l < layers; ++l) {
-    const std::string p = "layer" + std::to_string(l) + ".";
-    std::vector<ir::NodeId> in = {x,
-                                  mat(p + "q.weight", hidden, hidden),
-                                  vec(p + "q.bias", hidden),
-                                  mat(p + "k.weight", hidden, hidden),
-                                  vec(p + "k.bias", hidden),
-                                  mat(p + "v.weight", hidden, hidden),
-                                  vec(p + "v.bias", hidden),
-                                  mat(p + "o.weight", hidden, hidden),
-                                  vec(p + "o.bias", hidden),
-                                  vec(p + "ln1.gamma", hidden),
-                                  vec(p + "ln1.beta", hidden),
-                                  mat(p + "ffn1.weight", ffn, hidden),
-                                  vec(p + "ffn1.bias", ffn),
-                                  mat(p + "ffn2.weight", hidden, ffn),
-                                  vec(p + "ffn2.bias", hidden),
-                                  vec(p + "ln2.gamma", hidden),
-                                  vec(p + "ln2.beta", hidden)};
-    if (padding_mask)
-      in.push_back(mask);
-    ir::BertLayerAttrs a;
-    a.num_heads = heads;
-    a.padding_mask = padding_mask;
-    x = b.bert_layer(std::move(in), a);
-  }
-  b.output(x);
-  return g;
-}
-
-ir::Graph llama_hir(int blocks, std::int64_t hidden, std::int64_t heads, std::int64_t kv_heads,
-                    std::int64_t ffn, ir::DType dtype) {
-  ir::Graph g("llama");
-  ir::Builder b(g);
-  const std::int64_t head_dim = hidden / heads;
-  auto mat = [&](const std::string& n, std::int64_t o, std::int64_t i) {
-    return b.param(n, ir::Shape::of({o, i}, dtype));
-  };
-  ir::NodeId x = b.input("x", ir::Shape({kBatch, kSeq, ir::Dim(hidden)}, dtype));
-  for (int l = 0; l < blocks; ++l) {
-    const std::string p = "layers." + std::to_string(l) + ".";
-    std::vector<ir::NodeId> in = {x,
-                                  b.param(p + "attn_norm", ir::Shape::of({hidden}, dtype)),
-                                  mat(p + "wq", heads * head_dim, hidden),
-                                  mat(p + "wk", kv_heads * head_dim, hidden),
-                                  mat(p + "wv", kv_heads * head_dim, hidden),
-                                  mat(p + "wo", hidden, heads * head_dim),
-                                  b.param(p + "ffn_norm", ir::Shape::of({hidden}, dtype)),
-                                  mat(p + "w_gate", ffn, hidden),
-                                  mat(p + "w_up", ffn, hidden),
-                                  mat(p + "w_down", hidden, ffn)};
-    ir::LlamaBlockAttrs a;
-    a.num_heads = heads;
-    a.num_kv_heads = kv_heads;
-    x = b.llama_block(std::move(in), a);
-  }
-  b.output(x);
-  return g;
-}
-
-ir::Graph mlp_hir(const std::vector<std::int64_t>& sizes, ir::DType dtype) {
-  ir::Graph g("mlp");
-  ir::Builder b(g);
-  ir::NodeId x = b.input("x", ir::Shape({kBatch, ir::Dim(sizes.front())}, dtype));
-  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-    const std::string p = "fc" + std::to_string(i) + ".";
-    ir::NodeId w = b.param(p + "weight", ir::Shape::of({sizes[i + 1], sizes[i]}, dtype));
-    ir::NodeId bias = b.param(p + "bias", ir::Shape::of({sizes[i + 1]}, dtype));
-    const bool last = i + 2 == sizes.size();
-    x = b.linear(x, w, bias, last ? ir::Activation::none : ir::Activation::relu);
-  }
-  b.output(x);
-  return g;
 }
 
 } // namespace rlx::compile::testing

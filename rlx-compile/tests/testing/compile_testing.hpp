@@ -1,10 +1,11 @@
 // compile_testing.hpp: helpers of the rlx-compile tests: test backends, claim sets, numerical
-// equivalence of two graphs on random inputs, and small HIR models (BERT layer, LLaMA block, MLP).
+// equivalence of two graphs on random inputs, and (from workloads.hpp) the model graphs.
 #pragma once
 
 #include "rlx/compile/backend.hpp"
 #include "rlx/ir/claims.hpp"
 #include "rlx/ir/graph.hpp"
+#include "testing/workloads.hpp"
 
 #include <cstdint>
 #include <initializer_list>
@@ -55,18 +56,5 @@ ir::Graph expect_rewrite(std::string_view before, std::string_view pipeline, std
 
 /// Number of nodes of kind \p k.
 int count_ops(const ir::Graph& g, ir::OpKind k);
-
-/// A HIR stack of \p layers BERT post-norm encoder layers on x [batch, seq, hidden] (symbolic
-/// batch and seq), optionally with a padding mask input [batch, seq].
-ir::Graph bert_hir(int layers = 1, std::int64_t hidden = 16, std::int64_t heads = 2,
-                   std::int64_t ffn = 32, bool padding_mask = false,
-                   ir::DType dtype = ir::DType::f32);
-/// A HIR stack of \p blocks LLaMA pre-norm decoder blocks (RMSNorm, RoPE, GQA, SwiGLU).
-ir::Graph llama_hir(int blocks = 1, std::int64_t hidden = 16, std::int64_t heads = 4,
-                    std::int64_t kv_heads = 2, std::int64_t ffn = 24,
-                    ir::DType dtype = ir::DType::f32);
-/// A HIR MLP: Linear + ReLU between \p sizes, logits last; input [batch, sizes[0]].
-ir::Graph mlp_hir(const std::vector<std::int64_t>& sizes = {8, 16, 16, 4},
-                  ir::DType dtype = ir::DType::f32);
 
 } // namespace rlx::compile::testing

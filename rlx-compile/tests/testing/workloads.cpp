@@ -1,33 +1,36 @@
-// workloads.hpp: the graphs the memory planner is measured on: BERT-base, LLaMA, an MLP and seeded
-// random DAGs (header only; shared by the planner test and the memory_plan_report benchmark).
-#pragma once
+// workloads.cpp: the model graphs of the rlx-compile tests and benchmarks, and random DAGs.
+#include "testing/workloads.hpp"
 
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
-#include "rlx/ir/graph.hpp"
 #include "rlx/ir/hir.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <random>
-#include <string>
-#include <vector>
 
-namespace rlx::compile::workloads {
+namespace rlx::compile::testing {
 
-/// A BERT encoder stack as HIR: input [batch, seq, hidden] (symbolic), \p layers post-norm
-/// encoder layers with HuggingFace-shaped weights, output the last hidden state.
-inline ir::Graph bert_hir(int layers = 12, std::int64_t hidden = 768, std::int64_t heads = 12,
-                          std::int64_t ffn = 3072) {
+namespace {
+const ir::Dim kBatch = ir::Dim::sym("batch");
+const ir::Dim kSeq = ir::Dim::sym("seq");
+} // namespace
+
+ir::Graph bert_hir(int layers, std::int64_t hidden, std::int64_t heads, std::int64_t ffn,
+                   bool padding_mask, ir::DType dtype) {
   ir::Graph g("bert");
   ir::Builder b(g);
-  auto vec = [&](const std::string& n, std::int64_t d) { return b.param(n, ir::Shape::of({d})); };
-  auto mat = [&](const std::string& n, std::int64_t o, std::int64_t i) {
-    return b.param(n, ir::Shape::of({o, i}));
+  auto vec = [&](const std::string& n, std::int64_t d) {
+    return b.param(n, ir::Shape::of({d}, dtype));
   };
-  ir::NodeId x = b.input("x", ir::Shape({ir::Dim::sym("batch"), ir::Dim::sym("seq"), hidden}));
+  auto mat = [&](const std::string& n, std::int64_t o, std::int64_t i) {
+    return b.param(n, ir::Shape::of({o, i}, dtype));
+  };
+  ir::NodeId x = b.input("x", ir::Shape({kBatch, kSeq, ir::Dim(hidden)}, dtype));
+  ir::NodeId mask;
+  if (padding_mask)
+    mask = b.input("mask", ir::Shape({kBatch, kSeq}, dtype));
   for (int l = 0; l < layers; ++l) {
-    std::string p = "layer" + std::to_string(l) + ".";
+    const std::string p = "layer" + std::to_string(l) + ".";
     std::vector<ir::NodeId> in = {x,
                                   mat(p + "q.weight", hidden, hidden),
                                   vec(p + "q.bias", hidden),
@@ -45,34 +48,35 @@ inline ir::Graph bert_hir(int layers = 12, std::int64_t hidden = 768, std::int64
                                   vec(p + "ffn2.bias", hidden),
                                   vec(p + "ln2.gamma", hidden),
                                   vec(p + "ln2.beta", hidden)};
+    if (padding_mask)
+      in.push_back(mask);
     ir::BertLayerAttrs a;
     a.num_heads = heads;
+    a.padding_mask = padding_mask;
     x = b.bert_layer(std::move(in), a);
   }
   b.output(x);
   return g;
 }
 
-/// A LLaMA decoder stack as HIR: input [batch, seq, hidden] (symbolic), \p blocks pre-norm
-/// decoder blocks (RMSNorm, RoPE, grouped-query causal attention, SwiGLU).
-inline ir::Graph llama_hir(int blocks = 4, std::int64_t hidden = 512, std::int64_t heads = 8,
-                           std::int64_t kv_heads = 2, std::int64_t ffn = 1376) {
+ir::Graph llama_hir(int blocks, std::int64_t hidden, std::int64_t heads, std::int64_t kv_heads,
+                    std::int64_t ffn, ir::DType dtype) {
   ir::Graph g("llama");
   ir::Builder b(g);
   const std::int64_t head_dim = hidden / heads;
   auto mat = [&](const std::string& n, std::int64_t o, std::int64_t i) {
-    return b.param(n, ir::Shape::of({o, i}));
+    return b.param(n, ir::Shape::of({o, i}, dtype));
   };
-  ir::NodeId x = b.input("x", ir::Shape({ir::Dim::sym("batch"), ir::Dim::sym("seq"), hidden}));
+  ir::NodeId x = b.input("x", ir::Shape({kBatch, kSeq, ir::Dim(hidden)}, dtype));
   for (int l = 0; l < blocks; ++l) {
-    std::string p = "layers." + std::to_string(l) + ".";
+    const std::string p = "layers." + std::to_string(l) + ".";
     std::vector<ir::NodeId> in = {x,
-                                  b.param(p + "attn_norm", ir::Shape::of({hidden})),
+                                  b.param(p + "attn_norm", ir::Shape::of({hidden}, dtype)),
                                   mat(p + "wq", heads * head_dim, hidden),
                                   mat(p + "wk", kv_heads * head_dim, hidden),
                                   mat(p + "wv", kv_heads * head_dim, hidden),
                                   mat(p + "wo", hidden, heads * head_dim),
-                                  b.param(p + "ffn_norm", ir::Shape::of({hidden})),
+                                  b.param(p + "ffn_norm", ir::Shape::of({hidden}, dtype)),
                                   mat(p + "w_gate", ffn, hidden),
                                   mat(p + "w_up", ffn, hidden),
                                   mat(p + "w_down", hidden, ffn)};
@@ -85,48 +89,34 @@ inline ir::Graph llama_hir(int blocks = 4, std::int64_t hidden = 512, std::int64
   return g;
 }
 
-/// An MLP as HIR: input [batch, sizes[0]], Linear + ReLU between the sizes, logits last.
-inline ir::Graph mlp_hir(const std::vector<std::int64_t>& sizes = {784, 512, 512, 10}) {
+ir::Graph mlp_hir(const std::vector<std::int64_t>& sizes, ir::DType dtype) {
   ir::Graph g("mlp");
   ir::Builder b(g);
-  ir::NodeId x = b.input("x", ir::Shape({ir::Dim::sym("batch"), sizes.front()}));
+  ir::NodeId x = b.input("x", ir::Shape({kBatch, ir::Dim(sizes.front())}, dtype));
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-    std::string p = "fc" + std::to_string(i) + ".";
-    ir::NodeId w = b.param(p + "weight", ir::Shape::of({sizes[i + 1], sizes[i]}));
-    ir::NodeId bias = b.param(p + "bias", ir::Shape::of({sizes[i + 1]}));
-    bool last = i + 2 == sizes.size();
+    const std::string p = "fc" + std::to_string(i) + ".";
+    ir::NodeId w = b.param(p + "weight", ir::Shape::of({sizes[i + 1], sizes[i]}, dtype));
+    ir::NodeId bias = b.param(p + "bias", ir::Shape::of({sizes[i + 1]}, dtype));
+    const bool last = i + 2 == sizes.size();
     x = b.linear(x, w, bias, last ? ir::Activation::none : ir::Activation::relu);
   }
   b.output(x);
   return g;
 }
 
-/// \p hir bound to static sizes, then lowered to MIR.
-inline ir::Graph lowered(const ir::Graph& hir, const ir::Bindings& sizes) {
-  return ir::lower_hir(hir.bind(sizes));
+std::vector<Workload> acceptance_workloads() {
+  std::vector<Workload> all;
+  auto add = [&](std::string name, ir::Graph hir, ir::Bindings sizes) {
+    ir::Graph mir = ir::lower_hir(hir.bind(sizes));
+    all.push_back({std::move(name), std::move(hir), std::move(sizes), std::move(mir)});
+  };
+  add("bert-base", bert_hir(12, 768, 12, 3072), {{"batch", 1}, {"seq", 128}});
+  add("llama", llama_hir(4, 512, 8, 2, 1376), {{"batch", 1}, {"seq", 128}});
+  add("mlp", mlp_hir({784, 512, 512, 10}), {{"batch", 64}});
+  return all;
 }
 
-/// One named workload of the planner's acceptance bar.
-struct Workload {
-  std::string name;
-  ir::Graph mir;
-};
-
-/// The three acceptance workloads, lowered and static: BERT-base (12 layers, hidden 768, 12 heads,
-/// FFN 3072, seq 128, batch 1), LLaMA (4 blocks, hidden 512, 8 heads, 2 kv heads, FFN 1376, seq
-/// 128, batch 1) and an MLP (784-512-512-10, batch 64).
-inline std::vector<Workload> acceptance_workloads() {
-  std::vector<Workload> w;
-  w.push_back({"bert-base", lowered(bert_hir(), {{"batch", 1}, {"seq", 128}})});
-  w.push_back({"llama", lowered(llama_hir(), {{"batch", 1}, {"seq", 128}})});
-  w.push_back({"mlp", lowered(mlp_hir(), {{"batch", 64}})});
-  return w;
-}
-
-/// A seeded random DAG of elementwise, broadcast, matmul, reshape, narrow (both kinds), concat,
-/// reduce, cast (same and other dtype) and transpose ops over input / param / constant leaves,
-/// with 1-3 outputs (sometimes a view, a leaf, or the same node twice).
-inline ir::Graph random_graph(std::uint32_t seed) {
+ir::Graph random_graph(std::uint32_t seed) {
   std::mt19937 rng(seed);
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   ir::Graph g("random" + std::to_string(seed));
@@ -256,4 +246,4 @@ inline ir::Graph random_graph(std::uint32_t seed) {
   return g;
 }
 
-} // namespace rlx::compile::workloads
+} // namespace rlx::compile::testing
