@@ -3,9 +3,11 @@
 // compiles a one-op graph through the real pipeline and times Executable::execute(), so it
 // measures exactly what a model run pays. Counters: GFLOP/s (MatMul, attention) or GB/s (norms).
 //
-// The machine these run on may be shared: use --benchmark_repetitions=N and read the median.
+// The machine these run on may be shared: use --benchmark_repetitions=N and read the median. The
+// program re-executes itself with OMP_WAIT_POLICY=PASSIVE unless an OpenMP wait setting is given.
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"
+#include "rlx/cpu/threading.hpp"
 #include "rlx/ir/builder.hpp"
 
 #include <benchmark/benchmark.h>
@@ -152,4 +154,12 @@ BENCHMARK_CAPTURE(BM_Norm, rms_norm, true)
 
 } // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  rlx::cpu::reexec_with_threading_environment(argv); // passive OpenMP waiting (DESIGN.md)
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -6,7 +6,7 @@
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/cpu/claims.hpp"
 #include "rlx/ir/error.hpp"
-#include "threading.hpp"
+#include "pools.hpp"
 
 #include <algorithm>
 #include <chrono>

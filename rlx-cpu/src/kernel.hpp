@@ -69,9 +69,13 @@ void parallel_for_slots(ExecContext& ctx, std::int64_t n, std::int64_t grain, Fn
   });
 }
 
+/// Work units (about one element operation each) worth one task: roughly 20-40 µs on one core,
+/// well above the cost of waking a sleeping pool thread, so small kernels stay on one thread.
+inline constexpr std::int64_t kTaskWork = 1 << 17;
+
 /// A grain (elements per task) that gives each task about \p target_work units when one element
 /// costs \p work_per_element.
-inline std::int64_t grain_for(std::int64_t work_per_element, std::int64_t target_work = 32768) {
+inline std::int64_t grain_for(std::int64_t work_per_element, std::int64_t target_work = kTaskWork) {
   return std::max<std::int64_t>(1, target_work / std::max<std::int64_t>(work_per_element, 1));
 }
 

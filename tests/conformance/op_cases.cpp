@@ -139,8 +139,8 @@ void unary_cases(Table& t) {
     for (DType d : {DType::f32, DType::f64})
       t.add(on(u.op) + "_" + dn(d), u.op, {in("x", {3, 17}, d, u.lo, u.hi)}, ir::NoAttrs{},
             elementwise_fn(d, scale));
-    // A tensor large enough for the parallel path (more than one task of 32768 elements).
-    t.add(on(u.op) + "_large_f32", u.op, {in("x", {64, 1031}, DType::f32, u.lo, u.hi)},
+    // A tensor large enough for the parallel path (more than one task of 2^17 elements).
+    t.add(on(u.op) + "_large_f32", u.op, {in("x", {160, 1031}, DType::f32, u.lo, u.hi)},
           ir::NoAttrs{}, elementwise_fn(DType::f32, scale));
   }
   for (K op : {K::Exp, K::Tanh, K::Gelu})
@@ -181,7 +181,7 @@ void binary_cases(Table& t) {
            in("b", {1, 5}, DType::f64, op == K::Div ? 0.5 : lo, hi)},
           ir::NoAttrs{}, f64);
     t.add(on(op) + "_large_f32", op,
-          {in("a", {300, 257}, DType::f32, lo, hi),
+          {in("a", {1200, 257}, DType::f32, lo, hi),
            in("b", {257}, DType::f32, op == K::Div ? 0.5 : lo, hi)},
           ir::NoAttrs{}, f32);
     for (DType d : {DType::f16, DType::bf16})
@@ -221,7 +221,7 @@ void compare_where_cases(Table& t) {
            ints("b", {5}, d, -9, 9)},
           ir::NoAttrs{}, exact("a selection copies elements"));
   t.add("where_large_f32", K::Where,
-        {ints("c", {200, 300}, DType::boolean, 0, 1), in("a", {200, 300}), in("b", {300})},
+        {ints("c", {1000, 300}, DType::boolean, 0, 1), in("a", {1000, 300}), in("b", {300})},
         ir::NoAttrs{}, exact("a selection copies elements"));
 }
 
@@ -248,7 +248,7 @@ void cast_cases(Table& t) {
     t.add("cast_" + dn(c.from) + "_to_" + dn(c.to), K::Cast, {x}, ir::CastAttrs{c.to},
           exact("casts are defined exactly (round to nearest even, truncate and saturate, wrap)"));
   }
-  t.add("cast_f32_to_f64_large", K::Cast, {in("x", {128, 300})}, ir::CastAttrs{DType::f64},
+  t.add("cast_f32_to_f64_large", K::Cast, {in("x", {600, 300})}, ir::CastAttrs{DType::f64},
         exact("widening is exact"));
 }
 
@@ -352,6 +352,9 @@ void movement_cases(Table& t) {
     t.add("gather_embedding_" + dn(id), K::Gather,
           {in("table", {10, 8}), ints("idx", {2, 5}, id, 0, 9)}, ir::AxisAttrs{0}, copy);
   }
+  t.add("gather_large_rows_f32", K::Gather,
+        {in("table", {1000, 256}), ints("idx", {4, 300}, DType::i64, 0, 999)}, ir::AxisAttrs{0},
+        copy);
   t.add("gather_axis1_f64", K::Gather,
         {in("table", {3, 6, 4}, DType::f64), ints("idx", {5}, DType::i64, 0, 5)}, ir::AxisAttrs{1},
         copy);
@@ -419,7 +422,7 @@ void reduce_cases(Table& t) {
   const S softmaxes[] = {{"last", {4, 7}, -1},
                          {"first", {5, 3}, 0},
                          {"middle", {2, 6, 3}, 1},
-                         {"long_rows", {8, 1000}, -1}};
+                         {"long_rows", {64, 1000}, -1}};
   for (K op : {K::Softmax, K::LogSoftmax})
     for (const S& s : softmaxes)
       for (DType d : {DType::f32, DType::f64}) {
@@ -443,7 +446,7 @@ void reduce_cases(Table& t) {
   // LayerNorm / RmsNorm over the last axis.
   for (DType d : {DType::f32, DType::f64})
     for (std::int64_t n : {33, 768}) {
-      std::int64_t rows = n == 768 ? 64 : 5;
+      std::int64_t rows = n == 768 ? 400 : 5; // 400 rows of 768: several tasks
       auto nn = static_cast<double>(n);
       Tolerance tol{(nn + 16) * unit(d) * 4, (nn + 16) * unit(d),
                     "mean and variance are n-term sums (n·u relative); outputs are at most ~4"};
@@ -590,6 +593,8 @@ void attention_cases(Table& t) {
                 ulps(DType::f32, 8, 2,
                      "a·cos - b·sin with cos / sin rounded to f32: <= 4u·(|a| + |b|)"));
         }
+  t.add("rope_large_half_bshd_f32", K::Rope, {in("x", {4, 128, 8, 64})}, ir::RopeAttrs{},
+        ulps(DType::f32, 8, 2, "a·cos - b·sin with cos / sin rounded to f32: <= 4u·(|a| + |b|)"));
   ir::RopeAttrs r;
   r.theta = 500000.0;
   r.position_offset = 1000;

@@ -21,7 +21,7 @@ namespace {
 
 using ir::OpKind;
 
-constexpr std::int64_t kElementGrain = 1 << 15; // elements per task of a parallel loop
+constexpr std::int64_t kElementGrain = kTaskWork; // elements per task of a parallel loop
 
 // ---- unary -------------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ namespace rlx::cpu {
 namespace {
 
 /// Bytes per task of a parallel copy.
-constexpr std::int64_t kCopyGrainBytes = 1 << 16;
+constexpr std::int64_t kCopyGrainBytes = 4 * kTaskWork;
 
 std::int64_t product(const std::vector<std::int64_t>& s, std::size_t b, std::size_t e) {
   std::int64_t p = 1;

@@ -31,7 +31,7 @@ public:
     }
   }
   void run(ExecContext& ctx) override {
-    parallel_for(ctx, n_, 1 << 14, [&](std::int64_t b, std::int64_t e) {
+    parallel_for(ctx, n_, kTaskWork / 8, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i) {
         auto ch = static_cast<std::size_t>((i / inner_) % channels_);
         double scale = q_.scales[ch];

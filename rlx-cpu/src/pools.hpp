@@ -1,4 +1,4 @@
-// threading.hpp (private): how the three thread pools (TBB for our kernels, oneDNN's OpenMP, and
+// pools.hpp (private): how the three thread pools (TBB for our kernels, oneDNN's OpenMP, and
 // OpenBLAS's pthreads) are sized. See rlx-cpu/DESIGN.md, "Threading".
 #pragma once
 
