@@ -151,12 +151,29 @@ const ir::Shape& param_shape(const ir::Graph& g, const std::string& name) {
   return g.shape(g.find_leaf(name, /*param=*/true));
 }
 
-TEST(Models, BertParameterNamesFollowHuggingFace) {
+/// The BERT most tests use: 2 layers, hidden 8, 2 heads, FFN 12.
+BertConfig small_bert() {
   BertConfig c;
   c.layers = 2;
   c.hidden = 8;
   c.heads = 2;
   c.ffn = 12;
+  return c;
+}
+
+/// The LLaMA most tests use: 2 layers, hidden 16, 4 heads over 2 KV heads (GQA), FFN 24.
+LlamaConfig small_llama() {
+  LlamaConfig c;
+  c.layers = 2;
+  c.hidden = 16;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.ffn = 24;
+  return c;
+}
+
+TEST(Models, BertParameterNamesFollowHuggingFace) {
+  BertConfig c = small_bert();
   ir::Graph g = build_bert(c);
   auto names = param_names(g);
   EXPECT_EQ(names.size(), 2u * 16);
@@ -185,12 +202,7 @@ TEST(Models, BertParameterNamesFollowHuggingFace) {
 }
 
 TEST(Models, LlamaParameterNamesFollowHuggingFace) {
-  LlamaConfig c;
-  c.layers = 2;
-  c.hidden = 16;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.ffn = 24;
+  LlamaConfig c = small_llama();
   ir::Graph g = build_llama(c);
   EXPECT_EQ(param_names(g).size(), 2u * 9 + 1);
   EXPECT_EQ(param_shape(g, "layers.0.self_attn.q_proj.weight"), ir::Shape::of({16, 16}));
@@ -303,11 +315,7 @@ TEST(Models, RandomInputsRespectGatherRanges) {
 // The BERT encoder computes make_models.py's BertEncoder (post-LN, erf GELU, scale 1/sqrt(d)),
 // here with a padding mask that hides the last key of the second sequence.
 TEST(Models, BertMatchesTheAnchorDefinition) {
-  BertConfig c;
-  c.layers = 2;
-  c.hidden = 8;
-  c.heads = 2;
-  c.ffn = 12;
+  BertConfig c = small_bert();
   c.padding_mask = true;
   const std::int64_t B = 2, S = 3, H = 8;
   ir::Graph g = build_bert(c);
@@ -344,12 +352,7 @@ TEST(Models, BertMatchesTheAnchorDefinition) {
 // The LLaMA decoder computes make_models.py's LlamaStack (RMSNorm, rotate-half RoPE, causal
 // attention, SwiGLU, final norm), here with grouped-query attention (4 heads, 2 KV heads).
 TEST(Models, LlamaMatchesTheAnchorDefinition) {
-  LlamaConfig c;
-  c.layers = 2;
-  c.hidden = 16;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.ffn = 24;
+  LlamaConfig c = small_llama();
   const std::int64_t B = 2, S = 5;
   ir::Graph g = build_llama(c);
   TensorMap p = init_params(g, 21);

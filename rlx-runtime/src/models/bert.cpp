@@ -17,9 +17,7 @@ void check(const BertConfig& c) {
   detail::require_positive("bert", "hidden", c.hidden);
   detail::require_positive("bert", "heads", c.heads);
   detail::require_positive("bert", "ffn", c.ffn);
-  detail::require(c.hidden % c.heads == 0, "bert",
-                  "hidden (" + std::to_string(c.hidden) + ") must be a multiple of heads (" +
-                      std::to_string(c.heads) + ")");
+  detail::require_multiple("bert", "hidden", c.hidden, "heads", c.heads);
   detail::require(c.eps > 0, "bert", "eps must be positive");
   if (c.embeddings) {
     detail::require_positive("bert", "vocab", c.vocab);

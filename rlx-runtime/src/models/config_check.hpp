@@ -14,6 +14,15 @@ inline void require_positive(const char* model, const char* field, long long v) 
                 std::to_string(v));
 }
 
+/// Throws Error "<model> config: <field> (<v>) must be a multiple of <of> (<d>)" unless \p d
+/// divides \p v (\p d must already be known positive).
+inline void require_multiple(const char* model, const char* field, long long v, const char* of,
+                             long long d) {
+  if (v % d != 0)
+    throw Error(std::string(model) + " config: " + field + " (" + std::to_string(v) +
+                ") must be a multiple of " + of + " (" + std::to_string(d) + ")");
+}
+
 /// Throws Error "<model> config: <what>" unless \p ok.
 inline void require(bool ok, const char* model, const std::string& what) {
   if (!ok)

@@ -18,12 +18,8 @@ void check(const LlamaConfig& c) {
   detail::require_positive("llama", "heads", c.heads);
   detail::require_positive("llama", "kv_heads", c.kv_heads);
   detail::require_positive("llama", "ffn", c.ffn);
-  detail::require(c.hidden % c.heads == 0, "llama",
-                  "hidden (" + std::to_string(c.hidden) + ") must be a multiple of heads (" +
-                      std::to_string(c.heads) + ")");
-  detail::require(c.heads % c.kv_heads == 0, "llama",
-                  "heads (" + std::to_string(c.heads) + ") must be a multiple of kv_heads (" +
-                      std::to_string(c.kv_heads) + ")");
+  detail::require_multiple("llama", "hidden", c.hidden, "heads", c.heads);
+  detail::require_multiple("llama", "heads", c.heads, "kv_heads", c.kv_heads);
   detail::require((c.hidden / c.heads) % 2 == 0, "llama",
                   "head_dim (hidden / heads = " + std::to_string(c.hidden / c.heads) +
                       ") must be even for RoPE");
