@@ -7,10 +7,9 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
-
-#include <random>
 
 namespace rlx::fusion {
 namespace {
@@ -22,31 +21,12 @@ using ir::NodeId;
 using ir::OpKind;
 using ir::Shape;
 
-/// Seeded random values for every Input and Param of \p g (floats in [-1, 1), integers in
-/// [-5, 5]).
-ir::reference::TensorMap random_leaves(const Graph& g, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> integer(-5, 5);
-  ir::reference::TensorMap m;
-  for (NodeId id : g.ids()) {
-    const ir::Node& n = g.node(id);
-    if (n.op != OpKind::Input && n.op != OpKind::Param)
-      continue;
-    const auto& leaf = n.attr<ir::LeafAttrs>();
-    ir::Tensor t(leaf.shape);
-    for (std::int64_t i = 0; i < t.numel(); ++i)
-      t.set_f64(i, ir::is_float(t.dtype()) ? real(rng) : integer(rng));
-    m[leaf.name] = t;
-  }
-  return m;
-}
-
 /// Evaluates \p before and \p after on the same random inputs and expects equal outputs.
 void expect_same_values(const Graph& before, const Graph& after, double tol = 0) {
-  auto in = random_leaves(before, 7);
-  auto a = ir::reference::evaluate(before, in);
-  auto b = ir::reference::evaluate(after, in);
+  const auto in = ir::testing::random_inputs(before, 7);
+  const auto params = ir::testing::random_params(before, 7);
+  auto a = ir::reference::evaluate(before, in, params);
+  auto b = ir::reference::evaluate(after, in, params);
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     ASSERT_EQ(a[i].shape(), b[i].shape());
