@@ -3,10 +3,10 @@
 
 #include "lower.hpp"
 #include "onednn.hpp"
+#include "pools.hpp"
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/cpu/claims.hpp"
 #include "rlx/ir/error.hpp"
-#include "pools.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 namespace rlx::cpu {
 namespace {
@@ -82,9 +83,9 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend)
   pool_ = std::make_unique<tbb::task_arena>(threads_);
   stream_ = std::make_unique<dnnl::stream>(onednn::engine());
   ctx_ = ExecContext{pool_.get(), stream_.get(), threads_};
-  configure_library_threads(threads_);
 
   const ir::ClaimSet& claims = backend.claims();
+  building_ = &g;
   for (ir::NodeId id : plan.schedule) {
     const ir::Node& n = g.node(id);
     const ir::BufferSlot& slot = plan.slot(id);
@@ -99,12 +100,12 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend)
         std::memcpy(arena_.get() + slot.offset, v.raw(), v.nbytes());
       continue;
     }
+    if (slot.storage == ir::Storage::none || n.shape.numel() == 0)
+      continue; // dead, or nothing to compute
     if (!claims.supports(g, id))
       throw Error("rlx-cpu: cannot run " + ir::describe(g, id) + " on " +
                   std::string(ir::dtype_name(n.shape.dtype)) +
                   ": the CPU backend does not claim it (legalise the graph first)");
-    if (slot.storage == ir::Storage::none || n.shape.numel() == 0)
-      continue; // dead, or nothing to compute
     std::string label = "%" + std::to_string(id.v) + " " + std::string(ir::op_name(n.op));
     if (compile::is_pure_view(g, id)) {
       if (slot.storage == ir::Storage::view)
@@ -116,14 +117,42 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend)
                           label + " [view-copy] " + offsets_of(g, plan, id)});
       continue;
     }
-    LowerContext c{{g, id, backend.options(), threads_}, plan, arena_.get()};
+    LowerContext c{{g, id, backend.options(), threads_}, plan, arena_.get(), this};
     const KernelImpl* impl = select_kernel(c);
     if (!impl)
       throw Error("rlx-cpu: no kernel accepts " + ir::describe(g, id) + " (" + n.shape.str() + ")");
     kernels_.push_back({impl->make(c), label + " [" + impl->name + "] " + offsets_of(g, plan, id)});
+    uses_onednn_ = uses_onednn_ || std::string_view(impl->name) == "onednn";
+    uses_openblas_ = uses_openblas_ || std::string_view(impl->name) == "openblas";
   }
+  building_ = nullptr;
   for (ir::NodeId o : g.outputs())
     outputs_.push_back({g.shape(o), plan.slot(o).offset});
+}
+
+void* CpuExecutable::packed(ir::NodeId source, const std::byte* src,
+                            const dnnl::memory::desc& src_md, const dnnl::memory::desc& packed_md) {
+  for (Pack& p : packs_)
+    if (p.source == source && p.dst.get_desc() == packed_md)
+      return p.buffer.get();
+  const ir::Node& n = building_->node(source);
+  Pack p;
+  p.source = source;
+  auto bytes = static_cast<std::int64_t>(packed_md.get_size());
+  p.buffer.reset(static_cast<std::byte*>(
+      std::aligned_alloc(kArenaAlignment, static_cast<std::size_t>((bytes + 63) / 64 * 64))));
+  if (!p.buffer)
+    throw Error("rlx-cpu: cannot allocate " + std::to_string(bytes) + " bytes of packed weights");
+  p.src = dnnl::memory(src_md, onednn::engine(), const_cast<std::byte*>(src));
+  p.dst = dnnl::memory(packed_md, onednn::engine(), p.buffer.get());
+  p.reorder = dnnl::reorder(p.src, p.dst);
+  packed_bytes_ += bytes;
+  if (n.op == ir::OpKind::Param)
+    p.param = n.attr<ir::LeafAttrs>().name;
+  else
+    p.reorder.execute(*stream_, p.src, p.dst); // a constant: its value is in the arena already
+  packs_.push_back(std::move(p));
+  return packs_.back().buffer.get();
 }
 
 CpuExecutable::~CpuExecutable() = default;
@@ -146,6 +175,9 @@ void CpuExecutable::upload(std::map<std::string, Leaf>& leaves, const char* what
   if (leaf.bytes > 0)
     std::memcpy(arena_.get() + leaf.offset, value.raw(), static_cast<std::size_t>(leaf.bytes));
   leaf.set = true;
+  for (Pack& p : packs_) // weights kept packed for oneDNN follow their param
+    if (!p.param.empty() && p.param == name && &leaves == &params_)
+      p.reorder.execute(*stream_, p.src, p.dst);
 }
 
 void CpuExecutable::set_input(const std::string& name, const ir::Tensor& value) {
@@ -162,7 +194,12 @@ void CpuExecutable::execute() {
       if (!leaf.set)
         throw Error(std::string("execute: ") + (leaves == &inputs_ ? "input" : "param") + " '" +
                     name + "' was never set");
-  set_openmp_threads(threads_);
+  // Size the libraries' pools for this executable (cheap; they are process-wide, so another
+  // executable or the application may have changed them since the last run).
+  if (uses_onednn_)
+    set_openmp_threads(threads_);
+  if (uses_openblas_)
+    configure_library_threads(threads_);
   // The one execution path: every kernel record in schedule order (timed when profiling).
   for (Record& r : kernels_) {
     if (!profiling_) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kernel.hpp"
+#include "onednn.hpp"
 #include "rlx/compile/backend.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/module.hpp"
@@ -19,7 +20,7 @@ namespace rlx::cpu {
 /// constants are copied into it then; set_input / set_param copy into their slots; execute() is a
 /// single loop over the kernel records; output() copies out. Not safe to use from two threads at
 /// once.
-class CpuExecutable final : public compile::Executable {
+class CpuExecutable final : public compile::Executable, private onednn::WeightPacker {
 public:
   /// Compiles \p lir for \p backend (see CpuBackend::compile).
   CpuExecutable(const ir::Module& lir, const CpuBackend& backend);
@@ -29,7 +30,7 @@ public:
   void set_param(const std::string& name, const ir::Tensor& value) override;
   void execute() override;
   ir::Tensor output(std::size_t index) const override;
-  std::int64_t device_bytes() const override { return arena_bytes_; }
+  std::int64_t device_bytes() const override { return arena_bytes_ + packed_bytes_; }
 
   /// One line per kernel record (see kernel_listing()).
   std::string listing() const;
@@ -61,11 +62,25 @@ private:
     void operator()(std::byte* p) const;
   };
 
+  /// A weight copy in a oneDNN primitive's preferred layout, refreshed from its source.
+  struct Pack {
+    ir::NodeId source;
+    std::string param; ///< the source Param's name (empty for a Constant, packed once)
+    std::unique_ptr<std::byte[], FreeAligned> buffer;
+    dnnl::memory src, dst;
+    dnnl::reorder reorder;
+  };
+
   void upload(std::map<std::string, Leaf>& leaves, const char* what, const std::string& name,
               const ir::Tensor& value);
+  void* packed(ir::NodeId source, const std::byte* src, const dnnl::memory::desc& src_md,
+               const dnnl::memory::desc& packed_md) override;
 
   std::unique_ptr<std::byte[], FreeAligned> arena_;
   std::int64_t arena_bytes_ = 0;
+  std::int64_t packed_bytes_ = 0;
+  std::vector<Pack> packs_;
+  const ir::Graph* building_ = nullptr; ///< the graph, while the constructor lowers it
   std::map<std::string, Leaf> inputs_;
   std::map<std::string, Leaf> params_;
   std::vector<Output> outputs_;
@@ -74,6 +89,8 @@ private:
   std::unique_ptr<tbb::task_arena> pool_;
   std::unique_ptr<dnnl::stream> stream_;
   ExecContext ctx_;
+  bool uses_onednn_ = false;   ///< some kernel runs on oneDNN (OpenMP pool)
+  bool uses_openblas_ = false; ///< some kernel runs on OpenBLAS (its pthread pool)
   bool profiling_ = false;
   int profiled_runs_ = 0;
 };

@@ -17,6 +17,10 @@
 
 namespace rlx::cpu {
 
+namespace onednn {
+class WeightPacker;
+} // namespace onednn
+
 /// What a kernel implementation may look at to decide whether it accepts a node and how much
 /// scratch it needs: the graph, the node, and the backend's options.
 struct NodeView {
@@ -38,6 +42,8 @@ struct NodeView {
 struct LowerContext : NodeView {
   const ir::MemoryPlan& plan;
   std::byte* arena;
+  /// Keeper of packed weight copies (the executable); null when none is available.
+  onednn::WeightPacker* packer = nullptr;
   /// The address of the buffer of node \p id (its planned slot).
   std::byte* addr(ir::NodeId id) const;
   /// The address of operand \p i.

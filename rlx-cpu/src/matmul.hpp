@@ -14,6 +14,10 @@
 
 namespace rlx::cpu {
 
+namespace onednn {
+class WeightPacker;
+} // namespace onednn
+
 /// One matrix product out = act(op(a) op(b) + bias) with NumPy batch broadcasting; op transposes
 /// the last two axes when the flag is set. Addresses may be null when only scratch is queried.
 struct MatMulSpec {
@@ -28,6 +32,11 @@ struct MatMulSpec {
   const std::byte* bias = nullptr;
   /// Activation applied after the bias (epilogue).
   ir::Activation act = ir::Activation::none;
+  /// oneDNN: let the primitive choose b's layout and read b from a packed copy (b must be a 2-D
+  /// Param or Constant, node \p b_source, and \p packer must be set when the kernel is built).
+  bool pack_b = false;
+  ir::NodeId b_source;
+  onednn::WeightPacker* packer = nullptr;
 };
 
 /// The GEMM implementations, in preference order.

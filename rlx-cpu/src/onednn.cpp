@@ -1,6 +1,7 @@
 // onednn.cpp: the oneDNN engine and bound primitives.
 #include "onednn.hpp"
 
+#include "pools.hpp"
 #include "rlx/ir/error.hpp"
 
 #include <string>
@@ -74,6 +75,16 @@ void BoundPrimitive::run(dnnl::stream& stream) const {
   if (st != dnnl_success)
     throw Error("rlx-cpu: oneDNN primitive failed with status " +
                 std::to_string(static_cast<int>(st)));
+}
+
+void PrimitiveKernel::run(ExecContext& ctx) {
+  if (!single_ || ctx.threads <= 1) {
+    prim_.run(*ctx.stream);
+    return;
+  }
+  set_openmp_threads(1);
+  prim_.run(*ctx.stream);
+  set_openmp_threads(ctx.threads);
 }
 
 } // namespace rlx::cpu::onednn

@@ -6,6 +6,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "rlx/ir/graph.hpp"
 #include "rlx/ir/op.hpp"
 
 #include <cstdint>
@@ -58,14 +59,31 @@ private:
   std::vector<dnnl_exec_arg_t> args_;
 };
 
-/// A kernel that runs one bound oneDNN primitive.
+/// Keeps weights repacked into the layout a primitive prefers (its format-"any" choice), so GEMMs
+/// do not repack them on every run. Implemented by the executable: a pack of a Constant is made at
+/// compile time, a pack of a Param again on every set_param.
+class WeightPacker {
+public:
+  virtual ~WeightPacker() = default;
+  /// \returns the buffer holding node \p source's value (at \p src, laid out as \p src_md)
+  /// repacked as \p packed_md; requests for the same source and layout share one buffer.
+  virtual void* packed(ir::NodeId source, const std::byte* src, const dnnl::memory::desc& src_md,
+                       const dnnl::memory::desc& packed_md) = 0;
+};
+
+/// A kernel that runs one bound oneDNN primitive. A primitive with little work (fewer than
+/// kSingleThreadWork units, about an element or a multiply-add each) runs on one OpenMP thread:
+/// waking a sleeping pool thread costs more than it saves.
 class PrimitiveKernel final : public Kernel {
 public:
-  explicit PrimitiveKernel(BoundPrimitive p) : prim_(std::move(p)) {}
-  void run(ExecContext& ctx) override { prim_.run(*ctx.stream); }
+  static constexpr std::int64_t kSingleThreadWork = 4 * kTaskWork;
+  PrimitiveKernel(BoundPrimitive p, std::int64_t work)
+      : prim_(std::move(p)), single_(work < kSingleThreadWork) {}
+  void run(ExecContext& ctx) override;
 
 private:
   BoundPrimitive prim_;
+  bool single_;
 };
 
 } // namespace rlx::cpu::onednn

@@ -9,7 +9,8 @@ namespace rlx::cpu {
 /// up at run time and the call is skipped when OpenMP is absent.
 void set_openmp_threads(int n);
 
-/// Sets OpenBLAS's (process-wide) thread count to \p n.
+/// Sets OpenBLAS's (process-wide) thread count to \p n when it differs (a cheap check; called
+/// before every run, so executables with different thread counts can share the process).
 void configure_library_threads(int n);
 
 } // namespace rlx::cpu

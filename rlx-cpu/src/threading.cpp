@@ -34,7 +34,9 @@ namespace {
 constexpr EnvSetting kSettings[] = {{"OMP_WAIT_POLICY", "PASSIVE"}};
 } // namespace
 
-std::span<const EnvSetting> threading_environment() { return kSettings; }
+std::span<const EnvSetting> threading_environment() {
+  return kSettings;
+}
 
 bool passive_waiting_active() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");

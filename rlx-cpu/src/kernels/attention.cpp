@@ -64,9 +64,14 @@ template <class T, class A>
                                                A* s, A* kt) {
   if constexpr (std::is_same_v<T, float>) {
     for (std::int64_t j = 0; j < kTileK; ++j) {
+      if (j >= jn) { // padding keys: scores of 0, masked to -inf later
+        for (std::int64_t d = 0; d < p.d; ++d)
+          kt[d * kTileK + j] = 0.0f;
+        continue;
+      }
       const float* kj = kb + (j0 + j) * p.k_s;
       for (std::int64_t d = 0; d < p.d; ++d)
-        kt[d * kTileK + j] = j < jn ? kj[d] : 0.0f;
+        kt[d * kTileK + j] = kj[d];
     }
     for (std::int64_t i0 = 0; i0 < qn; i0 += kRows) {
       float c[kRows][kTileK] = {};

@@ -80,7 +80,9 @@ std::unique_ptr<Kernel> make_onednn_conv(const LowerContext& c) {
   p.bind(DNNL_ARG_DST, m.dst, c.dst());
   if (auto s = onednn::scratchpad_bytes(m.pd); s > 0)
     p.bind(DNNL_ARG_SCRATCHPAD, m.pd.scratchpad_desc(), c.scratch(s));
-  return std::make_unique<onednn::PrimitiveKernel>(std::move(p));
+  Geom g = conv_geom(c);
+  return std::make_unique<onednn::PrimitiveKernel>(
+      std::move(p), c.out().numel() * (g.c / g.groups) * g.kh * g.kw); // multiply-adds
 }
 
 struct OnednnPool {
@@ -114,7 +116,8 @@ std::unique_ptr<Kernel> make_onednn_pool(const LowerContext& c) {
   p.bind(DNNL_ARG_DST, m.dst, c.dst());
   if (auto s = onednn::scratchpad_bytes(m.pd); s > 0)
     p.bind(DNNL_ARG_SCRATCHPAD, m.pd.scratchpad_desc(), c.scratch(s));
-  return std::make_unique<onednn::PrimitiveKernel>(std::move(p));
+  Geom g = pool_geom(c);
+  return std::make_unique<onednn::PrimitiveKernel>(std::move(p), c.out().numel() * g.kh * g.kw);
 }
 
 // ---- loops

@@ -38,7 +38,7 @@ std::unique_ptr<Kernel> make_unary_onednn(const LowerContext& c) {
   onednn::BoundPrimitive p{dnnl::eltwise_forward(pd)};
   p.bind(DNNL_ARG_SRC, md, c.src(0));
   p.bind(DNNL_ARG_DST, md, c.dst());
-  return std::make_unique<onednn::PrimitiveKernel>(std::move(p));
+  return std::make_unique<onednn::PrimitiveKernel>(std::move(p), c.out().numel());
 }
 
 /// f32 unary op as a vectorised TBB-parallel loop.

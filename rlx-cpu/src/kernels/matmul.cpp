@@ -87,6 +87,7 @@ std::vector<std::int64_t> strides_of(const std::vector<std::int64_t>& sizes) {
 
 struct OnednnMatmul {
   dnnl::memory::desc a, b, bias, out;
+  dnnl::memory::desc b_packed; ///< the primitive's chosen weights layout (when pack_b)
   dnnl::matmul::primitive_desc pd;
 };
 
@@ -132,15 +133,19 @@ OnednnMatmul onednn_matmul(const MatMulSpec& s) {
     attr.set_post_ops(po);
   }
   attr = onednn::user_scratchpad(attr);
+  // Packed weights: the primitive picks the layout ("any"); the executable keeps a packed copy.
+  bool pack = s.pack_b && g.flat;
+  dnnl::memory::desc w =
+      pack ? dnnl::memory::desc({g.k, g.n}, onednn::dt::f32, onednn::tag::any) : r.b;
   if (s.bias) {
     ones.push_back(g.n);
     r.bias = onednn::plain_md(ones);
-    r.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(r.a, r.b, r.bias, r.out), attr,
+    r.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(r.a, w, r.bias, r.out), attr,
                                         onednn::engine());
   } else {
-    r.pd =
-        dnnl::matmul::primitive_desc(dnnl::matmul::desc(r.a, r.b, r.out), attr, onednn::engine());
+    r.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(r.a, w, r.out), attr, onednn::engine());
   }
+  r.b_packed = pack ? r.pd.weights_desc() : r.b;
   return r;
 }
 
@@ -148,13 +153,21 @@ std::unique_ptr<Kernel> make_onednn(const MatMulSpec& s, std::byte* scratch) {
   OnednnMatmul m = onednn_matmul(s);
   onednn::BoundPrimitive p{dnnl::matmul(m.pd)};
   p.bind(DNNL_ARG_SRC, m.a, const_cast<std::byte*>(s.a));
-  p.bind(DNNL_ARG_WEIGHTS, m.b, const_cast<std::byte*>(s.b));
+  if (m.b_packed == m.b) {
+    p.bind(DNNL_ARG_WEIGHTS, m.b, const_cast<std::byte*>(s.b));
+  } else {
+    if (!s.packer)
+      throw Error("rlx-cpu: a packed-weight matmul needs a weight packer");
+    p.bind(DNNL_ARG_WEIGHTS, m.b_packed, s.packer->packed(s.b_source, s.b, m.b, m.b_packed));
+  }
   if (s.bias)
     p.bind(DNNL_ARG_BIAS, m.bias, const_cast<std::byte*>(s.bias));
   p.bind(DNNL_ARG_DST, m.out, s.out);
   if (onednn::scratchpad_bytes(m.pd) > 0)
     p.bind(DNNL_ARG_SCRATCHPAD, m.pd.scratchpad_desc(), scratch);
-  return std::make_unique<onednn::PrimitiveKernel>(std::move(p));
+  Geometry g = geometry(s);
+  return std::make_unique<onednn::PrimitiveKernel>(std::move(p),
+                                                   g.batches() * g.m * g.n * g.k); // multiply-adds
 }
 
 // ---- epilogue for the non-oneDNN paths
@@ -291,6 +304,12 @@ MatMulSpec spec_of(const NodeView& n) {
   s.transpose_a = a.transpose_a;
   s.transpose_b = a.transpose_b;
   s.dtype = n.out().dtype;
+  // Weights (a 2-D Param or Constant) are packed once into oneDNN's preferred layout.
+  ir::NodeId b = n.node().inputs[1];
+  ir::OpKind bop = n.graph.node(b).op;
+  s.pack_b = n.opts.gemm == GemmProvider::onednn && s.dtype == ir::DType::f32 &&
+             s.b_sizes.size() == 2 && (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
+  s.b_source = b;
   return s;
 }
 
@@ -299,6 +318,7 @@ MatMulSpec spec_of(const LowerContext& c) {
   s.a = c.src(0);
   s.b = c.src(1);
   s.out = c.dst();
+  s.packer = c.packer;
   return s;
 }
 

@@ -61,7 +61,7 @@ std::unique_ptr<Kernel> make_onednn_ln(const LowerContext& c) {
   p.bind(DNNL_ARG_DST, m.data, c.dst());
   if (onednn::scratchpad_bytes(m.pd) > 0)
     p.bind(DNNL_ARG_SCRATCHPAD, m.pd.scratchpad_desc(), c.scratch(onednn::scratchpad_bytes(m.pd)));
-  return std::make_unique<onednn::PrimitiveKernel>(std::move(p));
+  return std::make_unique<onednn::PrimitiveKernel>(std::move(p), c.out().numel());
 }
 
 /// Any float dtype: per row in double, rows in parallel. \p rms selects RmsNorm.

@@ -79,7 +79,7 @@ std::unique_ptr<Kernel> make_onednn(const LowerContext& c) {
   if (s.scratch > 0)
     p.bind(DNNL_ARG_SCRATCHPAD, onednn::plain_md({s.scratch}, onednn::dt::u8),
            c.scratch(s.scratch));
-  return std::make_unique<onednn::PrimitiveKernel>(std::move(p));
+  return std::make_unique<onednn::PrimitiveKernel>(std::move(p), c.out().numel());
 }
 
 // ---- our f32 rows (softmax over the last axis)
