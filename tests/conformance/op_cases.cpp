@@ -272,6 +272,7 @@ void matmul_cases(Table& t) {
       {"lhs_broadcast", {4, 5}, {3, 5, 6}, false, false},
       {"batched_ta_tb", {3, 5, 4}, {3, 6, 5}, true, true},
       {"large_k", {16, 48}, {48, 24}, false, false},
+      {"single_row_tb", {1, 5}, {9, 5}, false, true},
   };
   for (const M& m : cases) {
     std::int64_t k = m.ta ? m.a[m.a.size() - 2] : m.a.back();
@@ -553,8 +554,13 @@ void attention_cases(Table& t) {
     t.add("attention_scale_softcap_dv_f32", K::Attention,
           attention_inputs(a.layout, 2, 2, 2, 9, 9, 8, 12, a.mask, DType::f32), a,
           attention_tol(DType::f32, 16, 9));
-    a.mask = ir::MaskKind::bias;
+    a.mask = ir::MaskKind::none;
     a.softcap.reset();
+    a.scale.reset();
+    t.add("attention_wide_head_dv80_f32", K::Attention,
+          attention_inputs(a.layout, 1, 2, 2, 33, 70, 96, 80, a.mask, DType::f32), a,
+          attention_tol(DType::f32, 96, 70));
+    a.mask = ir::MaskKind::bias;
     t.add("attention_bias_broadcast_rows_f32", K::Attention,
           attention_inputs(a.layout, 2, 2, 2, 5, 6, 8, 8, a.mask, DType::f32, {6}), a,
           attention_tol(DType::f32, 8, 6));
