@@ -16,8 +16,8 @@ namespace rlx::cpu {
 
 /// One environment variable the CPU backend wants set when the process starts.
 struct EnvSetting {
-  std::string_view name;
-  std::string_view value;
+  std::string_view name;  ///< the variable ("OMP_WAIT_POLICY")
+  std::string_view value; ///< the value it should have ("PASSIVE")
 };
 
 /// The settings: OMP_WAIT_POLICY=PASSIVE (idle OpenMP threads sleep instead of spinning).
