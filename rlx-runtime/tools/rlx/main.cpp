@@ -4,13 +4,12 @@
 // "rlx: error: <what went wrong>": 2 for a command line that does not parse, 1 for everything
 // else (a missing file, a missing weight, a shape mismatch, a failed check).
 #include "commands.hpp"
+#include "rlx/cpu/threading.hpp"
 #include "rlx/ir/error.hpp"
 
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <string>
-#include <unistd.h>
 
 namespace {
 
@@ -22,22 +21,6 @@ std::string one_line(const char* what) {
   return s;
 }
 
-/// Makes OpenMP threads sleep rather than spin while they wait. Debian's oneDNN runs on libgomp,
-/// whose workers spin between parallel regions by default; on a small or busy machine the spinning
-/// starves TBB's workers (rlx's own kernels) and everything else (measured on bert-mini b1 s128 on
-/// 2 loaded cores: median 115 ms spinning, 17 ms passive). libgomp reads its policy once, when it
-/// is loaded, so the only way to set it for this process is the environment at exec time: when
-/// the user has not chosen a policy, set PASSIVE and re-execute once. An explicit
-/// OMP_WAIT_POLICY (ACTIVE included) is left alone.
-void ensure_passive_openmp(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr)
-    return;
-  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
-    return;
-  execv("/proc/self/exe", argv);
-  // exec failed (no /proc): go on with the library's default policy.
-}
-
 int fail(const char* what, int status) {
   std::fprintf(stderr, "rlx: error: %s\n", one_line(what).c_str());
   return status;
@@ -46,7 +29,8 @@ int fail(const char* what, int status) {
 } // namespace
 
 int main(int argc, char** argv) {
-  ensure_passive_openmp(argv);
+  // Passive OpenMP waiting before libgomp loads its policy (rlx-cpu/DESIGN.md, "Threading").
+  rlx::cpu::reexec_with_threading_environment(argv);
   CLI::App app{"rlx: an ML compiler and runtime. Compile, run, inspect and benchmark models."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "rlx 0.1.0");
