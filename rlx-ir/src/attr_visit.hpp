@@ -15,7 +15,9 @@ template <class T> struct is_vector<std::vector<T>> : std::true_type {};
 
 /// True for the enums declared with printable names in attrs.hpp.
 template <class T>
-concept NamedEnum = std::is_enum_v<T> && requires(T t) { enum_names(t); };
+concept NamedEnum = std::is_enum_v<T> && requires(T t) {
+  enum_names(t);
+};
 
 /// The printed name of enum value \p v.
 template <NamedEnum E> std::string_view enum_name(E v) {

@@ -11,7 +11,9 @@ std::vector<NodeId> with_optional(std::vector<NodeId> v, NodeId opt) {
     v.push_back(opt);
   return v;
 }
-std::shared_ptr<const Graph> share(Graph g) { return std::make_shared<const Graph>(std::move(g)); }
+std::shared_ptr<const Graph> share(Graph g) {
+  return std::make_shared<const Graph>(std::move(g));
+}
 } // namespace
 
 NodeId Builder::op(OpKind k, std::vector<NodeId> inputs, Attrs attrs, std::string name) {
@@ -66,7 +68,9 @@ NodeId Builder::activation(Activation act, NodeId x) {
   throw ShapeError("unknown activation");
 }
 
-NodeId Builder::cast(NodeId x, DType to) { return g_.add(OpKind::Cast, {x}, CastAttrs{to}); }
+NodeId Builder::cast(NodeId x, DType to) {
+  return g_.add(OpKind::Cast, {x}, CastAttrs{to});
+}
 
 NodeId Builder::binary(OpKind k, NodeId a, NodeId b) {
   if (op_info(k).min_arity != 2 || fusion_kind(k) != FusionKind::broadcast || k == OpKind::Compare)
@@ -150,7 +154,9 @@ NodeId Builder::attention(NodeId q, NodeId k, NodeId v, AttentionAttrs attrs, No
   return g_.add(OpKind::Attention, with_optional({q, k, v}, mask), std::move(attrs));
 }
 
-NodeId Builder::rope(NodeId x, RopeAttrs attrs) { return g_.add(OpKind::Rope, {x}, attrs); }
+NodeId Builder::rope(NodeId x, RopeAttrs attrs) {
+  return g_.add(OpKind::Rope, {x}, attrs);
+}
 
 NodeId Builder::softmax_cross_entropy(NodeId logits, NodeId labels) {
   return g_.add(OpKind::SoftmaxCrossEntropy, {logits, labels}, NoAttrs{});
@@ -178,7 +184,8 @@ NodeId Builder::while_(std::vector<NodeId> init, Graph cond, Graph body, std::in
 }
 
 NodeId Builder::custom(std::string op_name, std::vector<NodeId> inputs, std::string params) {
-  return g_.add(OpKind::Custom, std::move(inputs), CustomAttrs{std::move(op_name), std::move(params)});
+  return g_.add(OpKind::Custom, std::move(inputs),
+                CustomAttrs{std::move(op_name), std::move(params)});
 }
 
 NodeId Builder::custom_fn(std::vector<NodeId> inputs, Graph body, std::optional<Graph> vjp) {

@@ -5,7 +5,9 @@ namespace rlx::ir {
 
 namespace {
 constexpr std::uint16_t kAnyDType = 0xffff;
-std::size_t idx(OpKind op) { return static_cast<std::size_t>(op); }
+std::size_t idx(OpKind op) {
+  return static_cast<std::size_t>(op);
+}
 } // namespace
 
 void ClaimSet::claim(OpKind op, std::initializer_list<DType> types) {
@@ -25,7 +27,9 @@ void ClaimSet::unclaim(OpKind op) {
   dtypes_[idx(op)] = 0;
 }
 
-bool ClaimSet::claims(OpKind op) const { return ops_.test(idx(op)); }
+bool ClaimSet::claims(OpKind op) const {
+  return ops_.test(idx(op));
+}
 
 bool ClaimSet::claims(OpKind op, DType t) const {
   return ops_.test(idx(op)) && (dtypes_[idx(op)] & (1u << static_cast<unsigned>(t))) != 0;

@@ -21,11 +21,17 @@ constexpr std::array<DTypeRow, kNumDTypes> kRows = {{
     {"u8", 1, 1},
     {"bool", 1, 0},
 }};
-const DTypeRow& row(DType t) { return kRows[static_cast<std::size_t>(t)]; }
+const DTypeRow& row(DType t) {
+  return kRows[static_cast<std::size_t>(t)];
+}
 } // namespace
 
-std::size_t dtype_size(DType t) { return row(t).size; }
-std::string_view dtype_name(DType t) { return row(t).name; }
+std::size_t dtype_size(DType t) {
+  return row(t).size;
+}
+std::string_view dtype_name(DType t) {
+  return row(t).name;
+}
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (int i = 0; i < kNumDTypes; ++i)

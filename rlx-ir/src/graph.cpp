@@ -71,7 +71,8 @@ NodeId Graph::add(OpKind op, std::vector<NodeId> inputs, Attrs attrs, std::strin
       where += (i ? ", " : " on ") + shapes[i].str();
     throw ShapeError(where + ": " + e.what());
   }
-  return add_unchecked(Node{op, std::move(inputs), std::move(attrs), std::move(out), std::move(name)});
+  return add_unchecked(
+      Node{op, std::move(inputs), std::move(attrs), std::move(out), std::move(name)});
 }
 
 NodeId Graph::add_unchecked(Node node) {
@@ -298,14 +299,13 @@ Graph Graph::bind(const Bindings& b) const {
   return out;
 }
 
-// ---- structural hash and equality ----------------------------------------------------------------
+// ---- structural hash and equality
+// ----------------------------------------------------------------
 
 namespace {
 struct Hasher {
   std::uint64_t h = 0xcbf29ce484222325ull;
-  void mix(std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  }
+  void mix(std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); }
   void bytes(const void* p, std::size_t n) {
     const auto* c = static_cast<const unsigned char*>(p);
     for (std::size_t i = 0; i < n; ++i) {
@@ -328,8 +328,7 @@ struct Hasher {
     }
   }
   template <class F> void field(const F& f) {
-    if constexpr (std::is_same_v<F, bool> || std::is_same_v<F, std::int64_t> ||
-                  std::is_enum_v<F>) {
+    if constexpr (std::is_same_v<F, bool> || std::is_same_v<F, std::int64_t> || std::is_enum_v<F>) {
       mix(static_cast<std::uint64_t>(f));
     } else if constexpr (std::is_same_v<F, double>) {
       mix(std::bit_cast<std::uint64_t>(f));

@@ -17,14 +17,22 @@ template <class V, class T, std::size_t I = 0> constexpr std::size_t variant_ind
 
 const std::array<OpInfo, kNumOps> kOpTable = {{
 #define RLX_OP(Name, mnemonic, min_arity, max_arity, AttrsT, rule, fusion, flags, doc)             \
-  {OpKind::Name, mnemonic, min_arity, max_arity, variant_index<Attrs, AttrsT>(),                 \
-   FusionKind::fusion, static_cast<std::uint32_t>(flags), doc},
+  {OpKind::Name,                                                                                   \
+   mnemonic,                                                                                       \
+   min_arity,                                                                                      \
+   max_arity,                                                                                      \
+   variant_index<Attrs, AttrsT>(),                                                                 \
+   FusionKind::fusion,                                                                             \
+   static_cast<std::uint32_t>(flags),                                                              \
+   doc},
 #include "rlx/ir/ops.def"
 }};
 
 } // namespace
 
-const OpInfo& op_info(OpKind k) { return kOpTable.at(static_cast<std::size_t>(k)); }
+const OpInfo& op_info(OpKind k) {
+  return kOpTable.at(static_cast<std::size_t>(k));
+}
 
 std::optional<OpKind> parse_op_name(std::string_view name) {
   static const auto* index = [] {

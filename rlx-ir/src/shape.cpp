@@ -22,7 +22,9 @@ std::int64_t Dim::size() const {
   return size_;
 }
 
-std::string Dim::str() const { return is_symbolic() ? symbol_ : std::to_string(size_); }
+std::string Dim::str() const {
+  return is_symbolic() ? symbol_ : std::to_string(size_);
+}
 
 Shape Shape::of(const std::vector<std::int64_t>& sizes, DType t) {
   std::vector<Dim> d;
@@ -95,7 +97,9 @@ std::int64_t normalize_axis(std::int64_t axis, std::size_t rank, const char* wha
   return a;
 }
 
-static std::string dims_str(const std::vector<Dim>& d) { return Shape(d, DType::f32).str(); }
+static std::string dims_str(const std::vector<Dim>& d) {
+  return Shape(d, DType::f32).str();
+}
 
 std::vector<Dim> broadcast_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
   std::size_t r = std::max(a.size(), b.size());

@@ -16,7 +16,9 @@ void expect(bool ok, const std::string& msg) {
   if (!ok)
     throw ShapeError(msg);
 }
-std::string dn(DType t) { return std::string(dtype_name(t)); }
+std::string dn(DType t) {
+  return std::string(dtype_name(t));
+}
 void expect_float(const Shape& s, const char* what) {
   expect(is_float(s.dtype), std::string(what) + " must be a float type, got " + dn(s.dtype));
 }
@@ -27,12 +29,12 @@ void expect_int(const Shape& s, const char* what) {
   expect(is_int(s.dtype), std::string(what) + " must be an integer type, got " + dn(s.dtype));
 }
 void expect_rank(const Shape& s, std::size_t r, const char* what) {
-  expect(s.rank() == r, std::string(what) + " must have rank " + std::to_string(r) + ", got " +
-                            s.str());
+  expect(s.rank() == r,
+         std::string(what) + " must have rank " + std::to_string(r) + ", got " + s.str());
 }
 void expect_same_dtype(const Shape& a, const Shape& b, const char* what) {
-  expect(a.dtype == b.dtype, std::string(what) + ": operand types differ (" + dn(a.dtype) +
-                                 " vs " + dn(b.dtype) + "); insert a cast");
+  expect(a.dtype == b.dtype, std::string(what) + ": operand types differ (" + dn(a.dtype) + " vs " +
+                                 dn(b.dtype) + "); insert a cast");
 }
 void expect_dim(const Dim& got, const Dim& want, const std::string& what) {
   expect(got == want, what + " is " + got.str() + ", expected " + want.str());
@@ -73,7 +75,9 @@ Shape unary_float(In in, const NoAttrs&) {
   return in[0];
 }
 
-Shape cast(In in, const CastAttrs& a) { return in[0].with_dtype(a.to); }
+Shape cast(In in, const CastAttrs& a) {
+  return in[0].with_dtype(a.to);
+}
 
 Shape binary(In in, const NoAttrs&) {
   expect_same_dtype(in[0], in[1], "binary op");
@@ -104,9 +108,9 @@ Shape matmul(In in, const MatMulAttrs& a) {
   const Dim& kx = a.transpose_a ? x[rx - 2] : x[rx - 1];
   const Dim& ky = a.transpose_b ? y[ry - 1] : y[ry - 2];
   const Dim& n = a.transpose_b ? y[ry - 2] : y[ry - 1];
-  expect(kx == ky, "matmul contraction mismatch: " + x.str() + (a.transpose_a ? "ᵀ" : "") +
-                       " x " + y.str() + (a.transpose_b ? "ᵀ" : "") + " (K " + kx.str() +
-                       " vs " + ky.str() + ")");
+  expect(kx == ky, "matmul contraction mismatch: " + x.str() + (a.transpose_a ? "ᵀ" : "") + " x " +
+                       y.str() + (a.transpose_b ? "ᵀ" : "") + " (K " + kx.str() + " vs " +
+                       ky.str() + ")");
   std::vector<Dim> bx(x.dims.begin(), x.dims.end() - 2), by(y.dims.begin(), y.dims.end() - 2);
   auto out = broadcast_dims(bx, by);
   out.push_back(m);
@@ -138,7 +142,8 @@ Shape dot_general(In in, const DotGeneralAttrs& a) {
   auto used_y = check_dims(a.rhs_batch, a.rhs_contracting, y.rank(), "rhs");
   std::vector<Dim> out;
   for (std::size_t i = 0; i < a.lhs_batch.size(); ++i) {
-    expect_dim(y[static_cast<std::size_t>(a.rhs_batch[i])], x[static_cast<std::size_t>(a.lhs_batch[i])],
+    expect_dim(y[static_cast<std::size_t>(a.rhs_batch[i])],
+               x[static_cast<std::size_t>(a.lhs_batch[i])],
                "dot_general: rhs batch dim " + std::to_string(a.rhs_batch[i]));
     out.push_back(x[static_cast<std::size_t>(a.lhs_batch[i])]);
   }
@@ -163,9 +168,9 @@ Shape dense_solve(In in, const NoAttrs&) {
   expect(A.rank() >= 2, "dense_solve: A must have rank >= 2, got " + A.str());
   std::size_t r = A.rank();
   expect_dim(A[r - 1], A[r - 2], "dense_solve: A must be square; its last dim");
-  expect(b.rank() == r || b.rank() == r - 1,
-         "dense_solve: b must have rank " + std::to_string(r) + " or " + std::to_string(r - 1) +
-             ", got " + b.str());
+  expect(b.rank() == r || b.rank() == r - 1, "dense_solve: b must have rank " + std::to_string(r) +
+                                                 " or " + std::to_string(r - 1) + ", got " +
+                                                 b.str());
   for (std::size_t i = 0; i + 2 < r; ++i)
     expect_dim(b[i], A[i], "dense_solve: batch dim " + std::to_string(i) + " of b");
   expect_dim(b[r - 2], A[r - 2], "dense_solve: the row dim of b");
@@ -230,9 +235,9 @@ Shape transpose(In in, const TransposeAttrs& a) {
 Shape narrow(In in, const NarrowAttrs& a) {
   const Shape& x = in[0];
   auto ax = static_cast<std::size_t>(normalize_axis(a.axis, x.rank(), "narrow"));
-  expect(a.start >= 0 && a.length >= 1,
-         "narrow: start must be >= 0 and length >= 1, got start " + std::to_string(a.start) +
-             " length " + std::to_string(a.length));
+  expect(a.start >= 0 && a.length >= 1, "narrow: start must be >= 0 and length >= 1, got start " +
+                                            std::to_string(a.start) + " length " +
+                                            std::to_string(a.length));
   if (x[ax].is_static())
     expect(a.start + a.length <= x[ax].size(),
            "narrow: [" + std::to_string(a.start) + ", " + std::to_string(a.start + a.length) +
@@ -255,7 +260,8 @@ Shape concat(In in, const AxisAttrs& a) {
                                      std::to_string(x.rank()));
     for (std::size_t d = 0; d < x.rank(); ++d)
       if (d != ax)
-        expect_dim(s[d], x[d], "concat: dim " + std::to_string(d) + " of operand " + std::to_string(i));
+        expect_dim(s[d], x[d],
+                   "concat: dim " + std::to_string(d) + " of operand " + std::to_string(i));
     if (in.size() == 1)
       return x;
     expect(s[ax].is_static(), "concat: the concatenated dim must be static, got " + s[ax].str());
@@ -278,8 +284,8 @@ Shape expand(In in, const TargetShapeAttrs& a) {
     }
     expect(out[i].is_symbolic() || out[i].size() >= 0, "expand: negative target dim");
   }
-  expect(broadcasts_to(x.dims, out), "expand: " + x.str() + " does not broadcast to " +
-                                         Shape(out, x.dtype).str());
+  expect(broadcasts_to(x.dims, out),
+         "expand: " + x.str() + " does not broadcast to " + Shape(out, x.dtype).str());
   return Shape(std::move(out), x.dtype);
 }
 
@@ -307,8 +313,8 @@ Shape scatter_add(In in, const AxisAttrs& a) {
   expect_numeric(t, "scatter_add target");
   auto ax = static_cast<std::size_t>(normalize_axis(a.axis, t.rank(), "scatter_add"));
   auto want = gathered_dims(t, in[1], ax);
-  expect(in[2].dims == want, "scatter_add: updates must be " + Shape(want, t.dtype).str() +
-                                 ", got " + in[2].str());
+  expect(in[2].dims == want,
+         "scatter_add: updates must be " + Shape(want, t.dtype).str() + ", got " + in[2].str());
   return t;
 }
 
@@ -409,13 +415,14 @@ Shape attention(In in, const AttentionAttrs& a) {
   expect_dim(V.s, K.s, "attention: value seq");
   bool takes_mask = a.mask == MaskKind::padding || a.mask == MaskKind::bias;
   expect(in.size() == (takes_mask ? 4u : 3u),
-         std::string("attention: mask kind ") + std::string(enum_names(a.mask)[static_cast<std::size_t>(a.mask)]) +
+         std::string("attention: mask kind ") +
+             std::string(enum_names(a.mask)[static_cast<std::size_t>(a.mask)]) +
              (takes_mask ? " needs a 4th mask input" : " takes no mask input"));
   if (a.mask == MaskKind::padding) {
     const Shape& m = in[3];
     expect(m.rank() == 2 && m[0] == Q.b && m[1] == K.s,
-           "attention: padding mask must be [B, Sk] = [" + Q.b.str() + ", " + K.s.str() + "], got " +
-               m.str());
+           "attention: padding mask must be [B, Sk] = [" + Q.b.str() + ", " + K.s.str() +
+               "], got " + m.str());
   } else if (a.mask == MaskKind::bias) {
     const Shape& m = in[3];
     expect_same_dtype(q, m, "attention bias");
@@ -485,16 +492,17 @@ Shape conv2d(In in, const Conv2dAttrs& a) {
     expect(x[i].is_static(), "conv2d: C, H, W must be static, got " + x.str());
   expect(w.is_static(), "conv2d: weight must be static");
   std::int64_t c = x[1].size(), o = w[0].size();
-  expect(c % a.groups == 0 && o % a.groups == 0,
-         "conv2d: groups " + std::to_string(a.groups) + " must divide C " + std::to_string(c) +
-             " and O " + std::to_string(o));
-  expect(w[1].size() == c / a.groups,
-         "conv2d: weight dim 1 must be C/groups = " + std::to_string(c / a.groups) + ", got " +
-             w[1].str());
+  expect(c % a.groups == 0 && o % a.groups == 0, "conv2d: groups " + std::to_string(a.groups) +
+                                                     " must divide C " + std::to_string(c) +
+                                                     " and O " + std::to_string(o));
+  expect(w[1].size() == c / a.groups, "conv2d: weight dim 1 must be C/groups = " +
+                                          std::to_string(c / a.groups) + ", got " + w[1].str());
   if (in.size() == 3)
     expect_vector(in[2], w[0], x.dtype, "conv2d bias");
-  std::int64_t h = conv_out(x[2].size(), w[2].size(), a.stride[0], a.padding[0], a.dilation[0], "conv2d");
-  std::int64_t wd = conv_out(x[3].size(), w[3].size(), a.stride[1], a.padding[1], a.dilation[1], "conv2d");
+  std::int64_t h =
+      conv_out(x[2].size(), w[2].size(), a.stride[0], a.padding[0], a.dilation[0], "conv2d");
+  std::int64_t wd =
+      conv_out(x[3].size(), w[3].size(), a.stride[1], a.padding[1], a.dilation[1], "conv2d");
   return Shape({x[0], w[0], Dim(h), Dim(wd)}, x.dtype);
 }
 
@@ -551,8 +559,8 @@ Shape while_op(In in, const WhileAttrs& a) {
   expect(c.size() == 1 && c[0].dtype == DType::boolean && c[0].rank() == 0,
          "while: cond must return one bool scalar");
   auto b = check_body(*a.body, in, "while body");
-  expect(b.size() == in.size(), "while: body returns " + std::to_string(b.size()) +
-                                    " values for " + std::to_string(in.size()) + " carries");
+  expect(b.size() == in.size(), "while: body returns " + std::to_string(b.size()) + " values for " +
+                                    std::to_string(in.size()) + " carries");
   for (std::size_t i = 0; i < b.size(); ++i)
     expect(b[i] == in[i], "while: body output " + std::to_string(i) + " is " + b[i].str() +
                               " but the carry is " + in[i].str());
@@ -598,8 +606,7 @@ void check_quant(const Shape& x, const QuantAttrs& a, const char* what) {
   if (a.axis) {
     auto ax = static_cast<std::size_t>(normalize_axis(*a.axis, x.rank(), what));
     expect(x[ax].is_static() && static_cast<std::int64_t>(a.scales.size()) == x[ax].size(),
-           std::string(what) + ": per-channel needs one scale per element of dim " +
-               x[ax].str());
+           std::string(what) + ": per-channel needs one scale per element of dim " + x[ax].str());
   } else {
     expect(a.scales.size() == 1, std::string(what) + ": per-tensor takes exactly one scale");
   }
@@ -624,7 +631,8 @@ Shape fake_quantize(In in, const QuantAttrs& a) {
   return in[0];
 }
 
-// ---- HIR blocks ----------------------------------------------------------------------------------
+// ---- HIR blocks
+// ----------------------------------------------------------------------------------
 
 namespace {
 /// [out, in] weight check: \returns out.
@@ -694,7 +702,8 @@ Shape swiglu_ffn(In in, const NoAttrs&) {
   expect_float(x, "swiglu_ffn input");
   expect(x.rank() >= 1, "swiglu_ffn input must have rank >= 1");
   Dim f = check_weight(in[1], x.dims.back(), x.dtype, "swiglu_ffn w_gate");
-  expect_dim(check_weight(in[2], x.dims.back(), x.dtype, "swiglu_ffn w_up"), f, "swiglu_ffn w_up rows");
+  expect_dim(check_weight(in[2], x.dims.back(), x.dtype, "swiglu_ffn w_up"), f,
+             "swiglu_ffn w_up rows");
   Dim eo = check_weight(in[3], f, x.dtype, "swiglu_ffn w_down");
   Shape r = x;
   r.dims.back() = eo;
@@ -714,7 +723,8 @@ Shape bert_layer(In in, const BertLayerAttrs& a) {
   const char* names[] = {"wq", "wk", "wv", "wo"};
   for (int i = 0; i < 4; ++i) {
     std::string n = std::string("bert_layer ") + names[i];
-    expect_dim(check_weight(in[1 + 2 * static_cast<std::size_t>(i)], e, x.dtype, n), e, n + " rows");
+    expect_dim(check_weight(in[1 + 2 * static_cast<std::size_t>(i)], e, x.dtype, n), e,
+               n + " rows");
     expect_vector(in[2 + 2 * static_cast<std::size_t>(i)], e, x.dtype, n + " bias");
   }
   expect_vector(in[9], e, x.dtype, "bert_layer ln1 gamma");

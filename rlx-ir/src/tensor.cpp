@@ -78,8 +78,8 @@ Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
   numel_ = shape_.numel(); // throws on symbolic dims
   if (numel_ < 0)
     throw ShapeError("Tensor: negative size in " + shape_.str());
-  bytes_ = std::make_shared<std::vector<std::byte>>(
-      static_cast<std::size_t>(numel_) * dtype_size(shape_.dtype));
+  bytes_ = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(numel_) *
+                                                    dtype_size(shape_.dtype));
 }
 
 void Tensor::check_type(DType t) const {

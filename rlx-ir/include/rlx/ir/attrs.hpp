@@ -1,7 +1,7 @@
 // attrs.hpp: the attribute structs of the ops in ops.def.
 //
-// Every struct lists its fields once with RLX_ATTRS; the printer, parser, JSON, hashing and equality
-// are generic over that list, so adding a field is one line here.
+// Every struct lists its fields once with RLX_ATTRS; the printer, parser, JSON, hashing and
+// equality are generic over that list, so adding a field is one line here.
 #pragma once
 
 #include "rlx/ir/shape.hpp"
@@ -65,26 +65,41 @@ struct SubGraph {
   friend bool operator==(const SubGraph& a, const SubGraph& b);
 };
 
-// ---- field lists ---------------------------------------------------------------------------------
+// ---- field lists
+// ---------------------------------------------------------------------------------
 
 #define RLX_FIELD_1(f) fn(#f, s.f);
-#define RLX_FIELD_2(f, ...) fn(#f, s.f); RLX_FIELD_1(__VA_ARGS__)
-#define RLX_FIELD_3(f, ...) fn(#f, s.f); RLX_FIELD_2(__VA_ARGS__)
-#define RLX_FIELD_4(f, ...) fn(#f, s.f); RLX_FIELD_3(__VA_ARGS__)
-#define RLX_FIELD_5(f, ...) fn(#f, s.f); RLX_FIELD_4(__VA_ARGS__)
-#define RLX_FIELD_6(f, ...) fn(#f, s.f); RLX_FIELD_5(__VA_ARGS__)
-#define RLX_FIELD_7(f, ...) fn(#f, s.f); RLX_FIELD_6(__VA_ARGS__)
-#define RLX_FIELD_8(f, ...) fn(#f, s.f); RLX_FIELD_7(__VA_ARGS__)
+#define RLX_FIELD_2(f, ...)                                                                        \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_1(__VA_ARGS__)
+#define RLX_FIELD_3(f, ...)                                                                        \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_2(__VA_ARGS__)
+#define RLX_FIELD_4(f, ...)                                                                        \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_3(__VA_ARGS__)
+#define RLX_FIELD_5(f, ...)                                                                        \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_4(__VA_ARGS__)
+#define RLX_FIELD_6(f, ...)                                                                        \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_5(__VA_ARGS__)
+#define RLX_FIELD_7(f, ...)                                                                        \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_6(__VA_ARGS__)
+#define RLX_FIELD_8(f, ...)                                                                        \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_7(__VA_ARGS__)
 #define RLX_FIELD_PICK(_1, _2, _3, _4, _5, _6, _7, _8, N, ...) N
 #define RLX_FIELDS_OF(...)                                                                         \
-  RLX_FIELD_PICK(__VA_ARGS__, RLX_FIELD_8, RLX_FIELD_7, RLX_FIELD_6, RLX_FIELD_5, RLX_FIELD_4,   \
+  RLX_FIELD_PICK(__VA_ARGS__, RLX_FIELD_8, RLX_FIELD_7, RLX_FIELD_6, RLX_FIELD_5, RLX_FIELD_4,     \
                  RLX_FIELD_3, RLX_FIELD_2, RLX_FIELD_1, )                                          \
   (__VA_ARGS__)
 
 /// Declares the field list of an attribute struct: `visit_fields(self, fn)` calls
 /// `fn("name", self.name)` per field in order, and equality compares every field.
 #define RLX_ATTRS(Type, ...)                                                                       \
-  template <class Self, class Fn> static void visit_fields(Self& s, Fn&& fn) {                    \
+  template <class Self, class Fn> static void visit_fields(Self& s, Fn&& fn) {                     \
     RLX_FIELDS_OF(__VA_ARGS__)                                                                     \
   }                                                                                                \
   friend bool operator==(const Type&, const Type&) = default;

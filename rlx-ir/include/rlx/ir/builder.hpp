@@ -120,7 +120,8 @@ public:
   /// kind takes one.
   NodeId attention_block(std::vector<NodeId> inputs, AttentionBlockAttrs attrs);
   NodeId swiglu_ffn(NodeId x, NodeId w_gate, NodeId w_up, NodeId w_down);
-  /// Inputs: x, wq, bq, wk, bk, wv, bv, wo, bo, ln1_g, ln1_b, w1, b1, w2, b2, ln2_g, ln2_b [, mask].
+  /// Inputs: x, wq, bq, wk, bk, wv, bv, wo, bo, ln1_g, ln1_b, w1, b1, w2, b2, ln2_g, ln2_b [,
+  /// mask].
   NodeId bert_layer(std::vector<NodeId> inputs, BertLayerAttrs attrs);
   /// Inputs: x, attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down.
   NodeId llama_block(std::vector<NodeId> inputs, LlamaBlockAttrs attrs);

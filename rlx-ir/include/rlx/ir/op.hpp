@@ -37,10 +37,10 @@ inline constexpr int kNumOps = 0
 /// Static facts about an op kind, one row of ops.def.
 struct OpInfo {
   OpKind kind;
-  std::string_view name;     ///< mnemonic
-  int min_arity;             ///< fewest inputs
-  int max_arity;             ///< most inputs; -1 = variadic
-  std::size_t attrs_index;   ///< index of the op's alternative in `Attrs`
+  std::string_view name;   ///< mnemonic
+  int min_arity;           ///< fewest inputs
+  int max_arity;           ///< most inputs; -1 = variadic
+  std::size_t attrs_index; ///< index of the op's alternative in `Attrs`
   FusionKind fusion;
   std::uint32_t flags;
   std::string_view doc;
@@ -49,18 +49,32 @@ struct OpInfo {
 /// \returns the row of ops.def for \p k.
 const OpInfo& op_info(OpKind k);
 /// \returns the mnemonic of \p k.
-inline std::string_view op_name(OpKind k) { return op_info(k).name; }
+inline std::string_view op_name(OpKind k) {
+  return op_info(k).name;
+}
 /// \returns the OpKind whose mnemonic is \p name, or nullopt.
 std::optional<OpKind> parse_op_name(std::string_view name);
 /// \returns a default-constructed attribute struct of the type \p k carries.
 Attrs default_attrs(OpKind k);
 
-inline bool has_flag(OpKind k, OpFlags f) { return (op_info(k).flags & f) != 0; }
-inline bool is_leaf(OpKind k) { return has_flag(k, kLeaf); }
-inline bool is_hir(OpKind k) { return has_flag(k, kHir); }
-inline bool is_commutative(OpKind k) { return has_flag(k, kCommutative); }
-inline bool is_differentiable(OpKind k) { return has_flag(k, kDifferentiable); }
-inline FusionKind fusion_kind(OpKind k) { return op_info(k).fusion; }
+inline bool has_flag(OpKind k, OpFlags f) {
+  return (op_info(k).flags & f) != 0;
+}
+inline bool is_leaf(OpKind k) {
+  return has_flag(k, kLeaf);
+}
+inline bool is_hir(OpKind k) {
+  return has_flag(k, kHir);
+}
+inline bool is_commutative(OpKind k) {
+  return has_flag(k, kCommutative);
+}
+inline bool is_differentiable(OpKind k) {
+  return has_flag(k, kDifferentiable);
+}
+inline FusionKind fusion_kind(OpKind k) {
+  return op_info(k).fusion;
+}
 /// \returns true for elementwise and broadcast ops.
 inline bool is_elementwise(OpKind k) {
   return fusion_kind(k) == FusionKind::elementwise || fusion_kind(k) == FusionKind::broadcast;

@@ -31,8 +31,9 @@ std::vector<Tensor> evaluate(const Graph& g, const TensorMap& inputs, const Tens
 /// copy of its value; an Input or Param throws (evaluate() binds them by name).
 Tensor evaluate_node(const Node& node, std::span<const Tensor> args);
 
-/// The symbol bindings implied by matching \p g's Input (and Param) types against the given tensors;
-/// throws EvalError on a missing tensor, a dtype / rank / size mismatch or a contradictory symbol.
+/// The symbol bindings implied by matching \p g's Input (and Param) types against the given
+/// tensors; throws EvalError on a missing tensor, a dtype / rank / size mismatch or a contradictory
+/// symbol.
 Bindings bind_inputs(const Graph& g, const TensorMap& inputs, const TensorMap& params = {});
 
 } // namespace rlx::ir::reference

@@ -15,8 +15,8 @@ namespace rlx::ir {
 /// planning. Two dims with the same symbol name have the same size.
 class Dim {
 public:
-  /// A static dimension of size \p size (must be >= 0; -1 is allowed only in Reshape/Expand targets,
-  /// where it means "infer" / "keep").
+  /// A static dimension of size \p size (must be >= 0; -1 is allowed only in Reshape/Expand
+  /// targets, where it means "infer" / "keep").
   constexpr Dim(std::int64_t size = 0) : size_(size) {} // NOLINT(google-explicit-constructor)
   /// A symbolic dimension named \p symbol.
   static Dim sym(std::string symbol);
@@ -73,8 +73,8 @@ struct Shape {
   friend bool operator==(const Shape&, const Shape&) = default;
 };
 
-/// Normalises a possibly negative \p axis against \p rank; throws ShapeError naming \p what when out
-/// of range.
+/// Normalises a possibly negative \p axis against \p rank; throws ShapeError naming \p what when
+/// out of range.
 std::int64_t normalize_axis(std::int64_t axis, std::size_t rank, const char* what);
 
 /// NumPy broadcasting of two dim lists: trailing-aligned, a static 1 stretches, equal dims match

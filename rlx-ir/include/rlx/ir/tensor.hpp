@@ -33,15 +33,33 @@ float bf16_to_float(bf16_t v);
 
 /// The C++ element type used to store \p DType values (bool is stored as one byte, 0 or 1).
 template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<double>() { return DType::f64; }
-template <> constexpr DType dtype_of<f16_t>() { return DType::f16; }
-template <> constexpr DType dtype_of<bf16_t>() { return DType::bf16; }
-template <> constexpr DType dtype_of<std::int8_t>() { return DType::i8; }
-template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
-template <> constexpr DType dtype_of<std::int64_t>() { return DType::i64; }
-template <> constexpr DType dtype_of<std::uint8_t>() { return DType::u8; }
-template <> constexpr DType dtype_of<bool>() { return DType::boolean; }
+template <> constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
+template <> constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
+template <> constexpr DType dtype_of<f16_t>() {
+  return DType::f16;
+}
+template <> constexpr DType dtype_of<bf16_t>() {
+  return DType::bf16;
+}
+template <> constexpr DType dtype_of<std::int8_t>() {
+  return DType::i8;
+}
+template <> constexpr DType dtype_of<std::int32_t>() {
+  return DType::i32;
+}
+template <> constexpr DType dtype_of<std::int64_t>() {
+  return DType::i64;
+}
+template <> constexpr DType dtype_of<std::uint8_t>() {
+  return DType::u8;
+}
+template <> constexpr DType dtype_of<bool>() {
+  return DType::boolean;
+}
 
 /// A dense host tensor. Copies share the buffer (use clone() for a deep copy). The shape is always
 /// static.
