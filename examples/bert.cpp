@@ -4,6 +4,7 @@
 // interpreter.
 //
 //   rlx_example_bert [model.safetensors]
+#include <rlx/cpu/threading.hpp>
 #include <rlx/ir/reference.hpp>
 #include <rlx/runtime/runtime.hpp>
 
@@ -11,6 +12,9 @@
 #include <exception>
 
 int main(int argc, char** argv) {
+  // Idle OpenMP threads sleep instead of spinning (rlx-cpu/DESIGN.md, "Threading"): set before
+  // libgomp loads, by re-executing once.
+  rlx::cpu::reexec_with_threading_environment(argv);
   using namespace rlx;
   try {
     runtime::BertConfig cfg; // bert-mini: 4 layers, hidden 256, 4 heads, FFN 1024

@@ -3,6 +3,7 @@
 // output is written as .npy when a path is given.
 //
 //   rlx_example_llama [out.npy]
+#include <rlx/cpu/threading.hpp>
 #include <rlx/ir/reference.hpp>
 #include <rlx/runtime/runtime.hpp>
 
@@ -11,6 +12,9 @@
 #include <exception>
 
 int main(int argc, char** argv) {
+  // Idle OpenMP threads sleep instead of spinning (rlx-cpu/DESIGN.md, "Threading"): set before
+  // libgomp loads, by re-executing once.
+  rlx::cpu::reexec_with_threading_environment(argv);
   using namespace rlx;
   try {
     runtime::LlamaConfig cfg; // 4 blocks, hidden 512, 8 heads, FFN 1376

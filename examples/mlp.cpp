@@ -2,6 +2,7 @@
 // from safetensors, a batch of 64 inputs run, the predicted classes printed.
 //
 //   rlx_example_mlp
+#include <rlx/cpu/threading.hpp>
 #include <rlx/ir/reference.hpp>
 #include <rlx/runtime/runtime.hpp>
 
@@ -9,7 +10,10 @@
 #include <exception>
 #include <filesystem>
 
-int main() {
+int main(int, char** argv) {
+  // Idle OpenMP threads sleep instead of spinning (rlx-cpu/DESIGN.md, "Threading"): set before
+  // libgomp loads, by re-executing once.
+  rlx::cpu::reexec_with_threading_environment(argv);
   using namespace rlx;
   try {
     ir::Graph model = runtime::build_mlp({}); // fc1..fc3, input "x" [batch, 784]
