@@ -11,7 +11,6 @@
 
 #include <cmath>
 #include <numbers>
-#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -83,27 +82,6 @@ template <class C, class Fn> void with_unary(ir::OpKind op, Fn&& fn) {
     }
   }
   throw Error("rlx-cpu: unary op " + std::string(ir::op_name(op)) + " on an unsupported type");
-}
-
-/// The unary op kind an epilogue activation applies (nullopt for Activation::none).
-inline std::optional<ir::OpKind> activation_op(ir::Activation act) {
-  switch (act) {
-  case ir::Activation::none:
-    return std::nullopt;
-  case ir::Activation::relu:
-    return ir::OpKind::Relu;
-  case ir::Activation::gelu:
-    return ir::OpKind::Gelu;
-  case ir::Activation::gelu_tanh:
-    return ir::OpKind::GeluTanh;
-  case ir::Activation::silu:
-    return ir::OpKind::Silu;
-  case ir::Activation::sigmoid:
-    return ir::OpKind::Sigmoid;
-  case ir::Activation::tanh:
-    return ir::OpKind::Tanh;
-  }
-  return std::nullopt;
 }
 
 } // namespace rlx::cpu

@@ -49,23 +49,8 @@ NodeId Builder::unary(OpKind k, NodeId x) {
 }
 
 NodeId Builder::activation(Activation act, NodeId x) {
-  switch (act) {
-  case Activation::none:
-    return x;
-  case Activation::relu:
-    return relu(x);
-  case Activation::gelu:
-    return gelu(x);
-  case Activation::gelu_tanh:
-    return gelu_tanh(x);
-  case Activation::silu:
-    return silu(x);
-  case Activation::sigmoid:
-    return sigmoid(x);
-  case Activation::tanh:
-    return tanh(x);
-  }
-  throw ShapeError("unknown activation");
+  auto k = activation_op(act);
+  return k ? unary(*k, x) : x;
 }
 
 NodeId Builder::cast(NodeId x, DType to) {

@@ -43,23 +43,8 @@ public:
 
   /// \p act applied to \p x (x itself for Activation::none).
   NodeId activation(Activation act, NodeId x, const std::string& part) {
-    switch (act) {
-    case Activation::none:
-      return x;
-    case Activation::relu:
-      return unary(OpKind::Relu, x, part);
-    case Activation::gelu:
-      return unary(OpKind::Gelu, x, part);
-    case Activation::gelu_tanh:
-      return unary(OpKind::GeluTanh, x, part);
-    case Activation::silu:
-      return unary(OpKind::Silu, x, part);
-    case Activation::sigmoid:
-      return unary(OpKind::Sigmoid, x, part);
-    case Activation::tanh:
-      return unary(OpKind::Tanh, x, part);
-    }
-    throw Error("HIR lowering: unknown activation in " + prefix_);
+    auto k = activation_op(act);
+    return k ? unary(*k, x, part) : x;
   }
 
   /// x · Wᵀ (+ b) for W [out, in]: MatMul(transpose_b) then Add. A rank-1 \p x is lifted to

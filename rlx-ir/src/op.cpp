@@ -72,4 +72,24 @@ std::string_view fusion_kind_name(FusionKind f) {
   return "?";
 }
 
+std::optional<OpKind> activation_op(Activation act) {
+  switch (act) {
+  case Activation::none:
+    return std::nullopt;
+  case Activation::relu:
+    return OpKind::Relu;
+  case Activation::gelu:
+    return OpKind::Gelu;
+  case Activation::gelu_tanh:
+    return OpKind::GeluTanh;
+  case Activation::silu:
+    return OpKind::Silu;
+  case Activation::sigmoid:
+    return OpKind::Sigmoid;
+  case Activation::tanh:
+    return OpKind::Tanh;
+  }
+  return std::nullopt;
+}
+
 } // namespace rlx::ir

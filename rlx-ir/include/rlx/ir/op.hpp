@@ -81,6 +81,9 @@ inline bool is_elementwise(OpKind k) {
 }
 std::string_view fusion_kind_name(FusionKind f);
 
+/// \returns the unary op that applies \p act, or nullopt for Activation::none.
+std::optional<OpKind> activation_op(Activation act);
+
 /// Iterates every op kind in table order.
 template <class Fn> void for_each_op(Fn&& fn) {
   for (int i = 0; i < kNumOps; ++i)
