@@ -6,15 +6,24 @@
 // nodes feed later nodes in the same walk, so whole constant subtrees fold at once.
 //
 // Decisions:
+//  - Work: a node whose estimated work (work_estimate.hpp: M*N*K for a MatMul, max_iterations
+//    times cond + body for a While, ...) exceeds PassOptions::fold_max_work is not folded, so
+//    compile time stays bounded (the reference interpreter computes in double, one element at a
+//    time; the bound and its measurement are in DESIGN.md).
 //  - Size: a result is folded only when it has at most PassOptions::fold_max_elements elements
-//    (4096 by default) or no more elements than its constant operands together. Folding a
-//    transpose of a constant weight is free, but folding expand(scalar) into a [128, 768] tensor
-//    would trade one cheap kernel for 384 KiB of constant data in every executable.
+//    (4096 by default) or no more bytes than its constant operands together. Folding a transpose
+//    of a constant weight is free, but folding expand(scalar) into a [128, 768] tensor would trade
+//    one cheap kernel for 384 KiB of constant data in every executable, and cast(i8 -> f32) of a
+//    weight would hold it at 4x its bytes.
+//  - Never folded: Dequantize. Its constant i8 operand is a quantised weight that a backend's
+//    int8 path reads; folding would silently turn it back into the f32 weight.
 //  - Not folded: Custom ops (user code, possibly with effects), nodes whose type is symbolic (the
 //    value's size is unknown until binding), and nodes the interpreter refuses (an integer
 //    division by zero, an out-of-range gather): they stay in the graph so the error surfaces
 //    where the graph runs, not as a compile failure of a branch that may never execute.
 #include "rlx/compile/passes.hpp"
+
+#include "work_estimate.hpp"
 
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
@@ -29,11 +38,11 @@ bool ConstFoldPass::run(ir::Graph& g, fusion::PassContext& ctx) {
   for (std::uint32_t i = 0; i < n; ++i) {
     const ir::NodeId id(i);
     const ir::Node& node = g.node(id);
-    if (ir::is_leaf(node.op) || node.op == ir::OpKind::Custom || !node.shape.is_static() ||
-        g.use_count(id) == 0)
+    if (ir::is_leaf(node.op) || node.op == ir::OpKind::Custom ||
+        node.op == ir::OpKind::Dequantize || !node.shape.is_static() || g.use_count(id) == 0)
       continue;
     args.clear();
-    std::int64_t operand_elements = 0;
+    std::int64_t operand_bytes = 0;
     bool all_constant = true;
     for (ir::NodeId in : node.inputs) {
       const ir::Node& src = g.node(in);
@@ -42,12 +51,13 @@ bool ConstFoldPass::run(ir::Graph& g, fusion::PassContext& ctx) {
         break;
       }
       args.push_back(src.attr<ir::ConstantAttrs>().value);
-      operand_elements += args.back().numel();
+      operand_bytes += static_cast<std::int64_t>(args.back().nbytes());
     }
     if (!all_constant)
       continue;
-    const std::int64_t elements = node.shape.numel();
-    if (elements > ctx.options.fold_max_elements && elements > operand_elements)
+    if (node.shape.numel() > ctx.options.fold_max_elements && node.shape.bytes() > operand_bytes)
+      continue;
+    if (detail::node_work(g, id) > static_cast<double>(ctx.options.fold_max_work))
       continue;
     ir::Tensor value;
     try {

@@ -235,9 +235,9 @@ NodeId to_bhsd(Builder& b, NodeId x, ir::AttnLayout layout) {
 }
 
 // attention(q, k, v[, mask]) in [B, H, S, D] form: scores = scale * q k^T (k's heads repeated for
-// GQA), softcap, + bias, masked keys set to -inf, p = softmax(scores) with masked (and fully
-// masked rows') probabilities 0, out = p v. Causal and sliding-window masks are constants of
-// [Sq, Sk], so those two kinds need static sequence lengths.
+// GQA), softcap, + bias, masked keys set to -inf, p = softmax(scores), with rows whose scores
+// are all -inf (no kept key) 0 as in the reference, out = p v. Causal and sliding-window masks are
+// constants of [Sq, Sk], so those two kinds need static sequence lengths.
 NodeId attention_by_matmul(Builder& b, NodeId id, const Opts&, std::string& why) {
   const ir::Node n = node_of(b, id);
   const auto& a = n.attr<ir::AttentionAttrs>();
@@ -289,13 +289,17 @@ NodeId attention_by_matmul(Builder& b, NodeId id, const Opts&, std::string& why)
     NodeId nz = b.compare(ir::CmpOp::ne, n.inputs[3], b.scalar(0, ms.dtype));
     keep = b.reshape(nz, {ms[0], ir::Dim(1), ir::Dim(1), ms[1]});
   }
-  NodeId p;
-  if (keep.valid()) {
-    const double inf = std::numeric_limits<double>::infinity();
+  // Masked keys score -inf, so softmax gives them exactly 0 in every row that keeps a finite
+  // score. A row whose scores are all -inf (no kept key, a bias of -inf, or -inf scores) would
+  // give NaN (-inf - -inf); the reference gives 0, so such rows are selected away by their max.
+  const double inf = std::numeric_limits<double>::infinity();
+  if (keep.valid())
     s = b.where(keep, s, b.scalar(-inf, t));
-    p = b.where(keep, b.softmax(s, -1), b.scalar(0, t));
-  } else {
-    p = b.softmax(s, -1);
+  NodeId p = b.softmax(s, -1);
+  if (!(ks[2].is_static() && ks[2].size() == 0)) { // no keys at all: p is empty, out is 0
+    NodeId dead =
+        b.compare(ir::CmpOp::eq, b.reduce(ir::ReduceOp::max, s, {-1}, true), b.scalar(-inf, t));
+    p = b.where(dead, b.scalar(0, t), p);
   }
   NodeId out = b.matmul(p, v);
   return a.layout == ir::AttnLayout::bshd ? b.transpose(out, {0, 2, 1, 3}) : out;

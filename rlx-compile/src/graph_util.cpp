@@ -3,6 +3,9 @@
 
 #include "rlx/ir/error.hpp"
 
+#include <type_traits>
+#include <variant>
+
 namespace rlx::compile::detail {
 
 std::vector<ir::NodeId> inline_subgraph(ir::Builder& b, const ir::Graph& sub,
@@ -37,6 +40,38 @@ std::vector<ir::NodeId> inline_subgraph(ir::Builder& b, const ir::Graph& sub,
   for (ir::NodeId o : sub.outputs())
     outs.push_back(map[o.v]);
   return outs;
+}
+
+std::string first_fallible(const ir::Graph& g) {
+  for (ir::NodeId id : g.ids()) {
+    const ir::Node& n = g.node(id);
+    const bool int_operands = !n.inputs.empty() && ir::is_int(g.shape(n.inputs[0]).dtype);
+    if (ir::has_flag(n.op, ir::kMayFail) || (ir::has_flag(n.op, ir::kMayFailInt) && int_operands))
+      return ir::describe(g, id) + (int_operands ? " (integer)" : "") + " in sub-graph '" +
+             g.name() + "'";
+    if (!ir::has_flag(n.op, ir::kSubgraphs))
+      continue;
+    std::string inner;
+    std::visit(
+        [&](const auto& a) {
+          using A = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<A, ir::IfAttrs>) {
+            inner = first_fallible(*a.then_branch);
+            if (inner.empty())
+              inner = first_fallible(*a.else_branch);
+          } else if constexpr (std::is_same_v<A, ir::WhileAttrs>) {
+            inner = first_fallible(*a.cond);
+            if (inner.empty())
+              inner = first_fallible(*a.body);
+          } else if constexpr (std::is_same_v<A, ir::CustomFnAttrs>) {
+            inner = first_fallible(*a.body);
+          }
+        },
+        n.attrs);
+    if (!inner.empty())
+      return inner;
+  }
+  return {};
 }
 
 ir::NodeId full_constant(ir::Builder& b, const ir::Shape& type, double v) {

@@ -5,6 +5,7 @@
 #include "rlx/ir/graph.hpp"
 
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +16,12 @@ namespace rlx::compile::detail {
 /// \returns the copies of \p sub's outputs, in order.
 std::vector<ir::NodeId> inline_subgraph(ir::Builder& b, const ir::Graph& sub,
                                         std::span<const ir::NodeId> args, std::string_view what);
+
+/// The first node of \p g (or of a sub-graph of one of its nodes, recursively) that can reject a
+/// value at run time, by ops.def's flags: kMayFail ops, and kMayFailInt ops on integer operands.
+/// \returns its description ("div %3 in sub-graph 'then'"), or an empty string when \p g is
+/// total (evaluating it never fails, whatever its inputs).
+std::string first_fallible(const ir::Graph& g);
 
 /// A Constant of static type \p type filled with \p v.
 ir::NodeId full_constant(ir::Builder& b, const ir::Shape& type, double v);

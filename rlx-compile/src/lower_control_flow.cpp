@@ -1,9 +1,14 @@
-// lower_control_flow.cpp: the lower-control-flow pass, If and While to straight-line code.
+// lower_control_flow.cpp: the lower-control-flow pass, If and While to straight-line code, for
+// backends that claim neither (rlx-cpu runs them for real; legalisation uses these forms only for
+// a backend that does not claim If / While).
 //
 // If(pred, captures...) becomes Where(pred, then(captures), else(captures)) with both branches
-// inlined: both are evaluated, the predicate selects. Values are identical to the reference's
-// (which runs only the taken branch) as long as the untaken branch evaluates without error; an
-// untaken branch that would fail (an integer division by zero, an out-of-range gather) now fails.
+// inlined: both are evaluated, the predicate selects. That is only sound when neither branch can
+// fail at run time: a guarded `d != 0 ? x / d : 0` must not divide by zero when d is 0. So a
+// branch holding an op that can reject a value (ops.def's kMayFail / kMayFailInt flags: integer
+// Div, Gather, DenseSolve, Quantize, Custom ...) is not lowered: the node stays unsupported and
+// the compile fails with an error naming that op, instead of a run that throws (or computes) what
+// the program guarded against.
 //
 // While(init...) with cond, body and max_iterations N becomes N guarded copies, matching the
 // reference interpreter exactly (cond is tested before every body run; the loop stops after N
@@ -13,8 +18,9 @@
 //     active_{k+1} = Where(active_k, cond(carry_{k+1}), false)
 // and the node's value is carry_N[output_index]. The last cond copy is never needed and is not
 // emitted. The body is still evaluated on iterations where the loop has stopped (values are then
-// discarded by the Where), with the same caveat as If. A While whose unrolled form would exceed
-// PassOptions::unroll_max_nodes nodes is an error, not a silent blow-up of the graph.
+// discarded by the Where), so, as for If, cond and body must both be total. A While whose
+// unrolled form would exceed PassOptions::unroll_max_nodes nodes is an error, not a silent
+// blow-up of the graph.
 //
 // Nested control flow is lowered by repeating until none is left.
 #include "rlx/compile/passes.hpp"
@@ -27,9 +33,17 @@ namespace rlx::compile {
 
 namespace detail {
 
-ir::NodeId lower_if(ir::Builder& b, ir::NodeId id, const fusion::PassOptions&, std::string&) {
+ir::NodeId lower_if(ir::Builder& b, ir::NodeId id, const fusion::PassOptions&, std::string& why) {
   const ir::Node n = b.graph().node(id);
   const auto& a = n.attr<ir::IfAttrs>();
+  for (const ir::Graph* branch : {&*a.then_branch, &*a.else_branch}) {
+    const std::string fallible = first_fallible(*branch);
+    if (!fallible.empty()) {
+      why = "lowering to Where evaluates both branches, and " + fallible +
+            " can fail at run time when its branch is not taken; the backend must claim If";
+      return {};
+    }
+  }
   std::vector<ir::NodeId> captures(n.inputs.begin() + 1, n.inputs.end());
   const std::string what = "lower if " + ir::describe(b.graph(), id);
   ir::NodeId t = inline_subgraph(b, *a.then_branch, captures, what).at(0);
@@ -41,6 +55,14 @@ ir::NodeId lower_while(ir::Builder& b, ir::NodeId id, const fusion::PassOptions&
                        std::string& why) {
   const ir::Node n = b.graph().node(id);
   const auto& a = n.attr<ir::WhileAttrs>();
+  for (const ir::Graph* part : {&*a.cond, &*a.body}) {
+    const std::string fallible = first_fallible(*part);
+    if (!fallible.empty()) {
+      why = "unrolling evaluates cond and body even after the loop has stopped, and " + fallible +
+            " can fail at run time then; the backend must claim While";
+      return {};
+    }
+  }
   const std::int64_t per_iteration =
       static_cast<std::int64_t>(a.cond->size() + a.body->size() + 2 * n.inputs.size());
   if (a.max_iterations > 0 && per_iteration > opts.unroll_max_nodes / a.max_iterations) {

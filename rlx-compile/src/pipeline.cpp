@@ -32,11 +32,13 @@ std::vector<std::string> CompilePipeline::pass_names() const {
   if (opts_.fuse)
     for (auto& f : fusion::fusion_passes_for_supported(backend_.claims()))
       names.push_back(std::move(f));
+  // Symbols are bound before legalisation: decompositions that build constant tables (causal
+  // masks, RoPE's cos / sin) need static sequence lengths.
+  names.emplace_back(BindSymbolsPass::kName);
   names.emplace_back(LegalizePass::kName);
   if (backend_.broadcast_policy() != fusion::BroadcastPolicy::implicit)
     names.emplace_back(LegalizeBroadcastPass::kName);
   names.emplace_back(DcePass::kName);
-  names.emplace_back(BindSymbolsPass::kName);
   names.emplace_back("memory-plan");
   return names;
 }

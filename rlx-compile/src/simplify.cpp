@@ -16,10 +16,12 @@
 //   narrow(x) keeping the whole axis -> x
 //   concat(x)                        -> x
 //   cast(x) to x's own dtype         -> x
-//   cast(cast(x, a), b)              -> cast(x, b) (or x when b is x's dtype), when a holds every
-//                                       value of x's dtype exactly (a widening: f16 -> f32,
-//                                       i8 -> i32, bool -> anything ...), so the middle rounding
-//                                       is a no-op
+//   cast(cast(x, a), b)              -> cast(x, b) (or x when b is x's dtype), when the composed
+//                                       conversion equals the direct one for every value of x's
+//                                       dtype: a holds every value exactly (f16 -> f32, i8 -> i32,
+//                                       bool -> anything ...) and, for int -> float -> int, b
+//                                       holds every value too (float -> int saturates where
+//                                       int -> int wraps: i32 300 -> f64 -> i8 is 127, not 44)
 //   if(constant pred, ...)           -> the taken branch, inlined
 // Rules that are not exact in floating point (x * 0, x - x, reassociation) are deliberately absent.
 #include "rlx/compile/passes.hpp"
@@ -62,6 +64,21 @@ bool lossless(DType from, DType to) {
   default:
     return false;
   }
+}
+
+/// True when cast(cast(x, mid), to) equals cast(x, to) for every value x of \p from, by the
+/// conversion rules of ops.def's Cast row: conversions are defined by the value alone within a
+/// class (int -> int wraps, float -> float and int -> float round to nearest-even, float -> int
+/// truncates and saturates, NaN -> 0, anything -> bool tests != 0), but int -> int wraps where
+/// float -> int saturates. So the middle cast may go when it holds every value of \p from
+/// (lossless), and, when it moves an integer into a float type on the way to an integer type,
+/// only if \p to also holds every value of \p from (then neither wraps nor saturates).
+bool cast_chain_exact(DType from, DType mid, DType to) {
+  if (!lossless(from, mid))
+    return false;
+  if (ir::is_int(from) && ir::is_float(mid) && ir::is_int(to))
+    return lossless(from, to);
+  return true;
 }
 
 /// A rule "op(x, splat v) -> x" (either operand order for commutative ops), firing only when the
@@ -182,7 +199,7 @@ std::vector<Pattern> make_rules() {
       if (g.node(mid).op != OpKind::Cast)
         return false;
       NodeId x = g.node(mid).inputs[0];
-      return lossless(g.shape(x).dtype, g.shape(mid).dtype);
+      return cast_chain_exact(g.shape(x).dtype, g.shape(mid).dtype, g.shape(id).dtype);
     });
     p.rewrite = [](Builder& b, const Match& m) {
       DType to = b.shape(m.root).dtype;

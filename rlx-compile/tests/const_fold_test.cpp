@@ -90,9 +90,9 @@ TEST(ConstFold, EveryDtype) {
 
 TEST(ConstFold, FoldsEveryFoldableSampleOpExactly) {
   // Each op's sample graph with its random leaves turned into constants folds completely and to
-  // the reference's values.
+  // the reference's values (Dequantize is never folded: see NeverFoldsDequantizeOfAConstant).
   for (OpKind op : ir::testing::all_ops()) {
-    if (ir::is_leaf(op) || op == OpKind::Custom)
+    if (ir::is_leaf(op) || op == OpKind::Custom || op == OpKind::Dequantize)
       continue;
     SCOPED_TRACE(std::string(ir::op_name(op)));
     Graph sample = ir::testing::sample_graph(op);
@@ -137,6 +137,101 @@ TEST(ConstFold, DoesNotInflateConstantData) {
   ctx.options.fold_max_elements = 1 << 20;
   run_pipeline(g, "const-fold", ctx);
   EXPECT_EQ(count_ops(g, OpKind::Expand), 0);
+}
+
+TEST(ConstFold, BoundsTheWorkOfOneFold) {
+  // A MatMul of two constant [256, 256] weights is 16.8M multiply-adds in the double-precision
+  // reference interpreter: over the work bound, so it stays; a [16, 16] one folds.
+  auto graph = [](std::int64_t n) {
+    Graph g("g");
+    Builder b(g);
+    ir::Tensor a(Shape::of({n, n})), c(Shape::of({n, n}));
+    for (std::int64_t i = 0; i < a.numel(); ++i) {
+      a.set_f64(i, static_cast<double>(i % 7) - 3);
+      c.set_f64(i, static_cast<double>(i % 5) - 2);
+    }
+    b.output(b.matmul(b.constant(a), b.constant(c)));
+    return g;
+  };
+  fusion::PassContext ctx;
+  Graph big = graph(256);
+  run_pipeline(big, "const-fold", ctx);
+  EXPECT_EQ(count_ops(big, OpKind::MatMul), 1);
+  Graph small = graph(16);
+  const std::vector<ir::Tensor> want = ir::reference::evaluate(small, {});
+  run_pipeline(small, "const-fold", ctx);
+  EXPECT_EQ(count_ops(small, OpKind::MatMul), 0);
+  EXPECT_TRUE(want[0].identical(ir::reference::evaluate(small, {})[0]));
+  // The bound is an option: raised, the large product folds too.
+  ctx.options.fold_max_work = std::int64_t{1} << 26;
+  run_pipeline(big, "const-fold", ctx);
+  EXPECT_EQ(count_ops(big, OpKind::MatMul), 0);
+}
+
+/// A While over one i64 counter: while i < stop: i += 1, at most \p max_iterations runs.
+Graph counting_while(std::int64_t stop, std::int64_t max_iterations) {
+  const Shape ti = Shape::scalar(DType::i64);
+  Graph cond("cond");
+  {
+    Builder b(cond);
+    NodeId i = b.input("i", ti);
+    b.output(b.compare(ir::CmpOp::lt, i, b.constant(ir::Tensor::scalar<std::int64_t>(stop))));
+  }
+  Graph body("body");
+  {
+    Builder b(body);
+    NodeId i = b.input("i", ti);
+    b.output(b.add(i, b.constant(ir::Tensor::scalar<std::int64_t>(1))));
+  }
+  Graph g("g");
+  Builder b(g);
+  b.output(b.while_({b.constant(ir::Tensor::scalar<std::int64_t>(0))}, cond, body, max_iterations));
+  return g;
+}
+
+TEST(ConstFold, AWhileCostsMaxIterationsTimesItsBody) {
+  // The bound cannot know when cond stops, so a constant While is charged max_iterations runs of
+  // cond and body: 10^12 is never folded (even though this one stops after 3), 3 is.
+  Graph huge = counting_while(3, 1'000'000'000'000);
+  fusion::PassContext ctx;
+  run_pipeline(huge, "const-fold", ctx);
+  EXPECT_EQ(count_ops(huge, OpKind::While), 1);
+  Graph small = counting_while(3, 10);
+  run_pipeline(small, "const-fold", ctx);
+  EXPECT_EQ(count_ops(small, OpKind::While), 0);
+  EXPECT_EQ(ir::reference::evaluate(small, {}).at(0).get_i64(0), 3);
+}
+
+TEST(ConstFold, NeverFoldsDequantizeOfAConstant) {
+  // The i8 constant is the quantised weight; folding would silently restore the f32 weight.
+  Graph g("g");
+  Builder b(g);
+  ir::Tensor q(Shape::of({4}, DType::i8));
+  for (int i = 0; i < 4; ++i)
+    q.set_i64(i, i - 2);
+  ir::QuantAttrs qa;
+  qa.scales = {0.5};
+  qa.zero_points = {0};
+  NodeId x = b.input("x", Shape::of({4}));
+  b.output(b.mul(x, b.dequantize(b.constant(q), qa)));
+  fusion::PassContext ctx;
+  run_pipeline(g, "const-fold", ctx);
+  EXPECT_EQ(count_ops(g, OpKind::Dequantize), 1);
+}
+
+TEST(ConstFold, DoesNotGrowConstantBytes) {
+  // cast(i8 [64, 96] -> f32) would hold 4x the bytes of its operand: left to run time. A narrowing
+  // cast of the same tensor folds.
+  Graph g("g");
+  Builder b(g);
+  NodeId w = b.constant(ir::Tensor(Shape::of({64, 96}, DType::i8)));
+  b.output(b.cast(w, DType::f32));
+  b.output(b.cast(b.constant(ir::Tensor(Shape::of({64, 96}, DType::f32))), DType::f16));
+  fusion::PassContext ctx;
+  run_pipeline(g, "const-fold", ctx);
+  EXPECT_EQ(count_ops(g, OpKind::Cast), 1);
+  EXPECT_EQ(g.shape(g.outputs()[0]).dtype, DType::f32);
+  EXPECT_EQ(g.node(g.outputs()[0]).op, OpKind::Cast);
 }
 
 TEST(ConstFold, LeavesEvaluationErrorsForRunTime) {

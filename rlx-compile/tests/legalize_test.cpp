@@ -5,6 +5,7 @@
 #include "rlx/compile/passes.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
+#include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
 #include "testing/compile_testing.hpp"
@@ -12,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 
 namespace rlx::compile {
 namespace {
@@ -279,6 +282,87 @@ TEST(Legalize, AttentionInEveryConfiguration) {
           b.output(b.attention(q, k, v, a, m));
           legalize_and_check(g, claim_all_but({OpKind::Attention}), 1e-12);
         }
+}
+
+/// Expects \p got to hold \p want's values within \p tol (NaN only where \p want has NaN).
+void expect_same_values(const ir::Tensor& want, const ir::Tensor& got, double tol) {
+  ASSERT_EQ(want.shape(), got.shape());
+  for (std::int64_t i = 0; i < want.numel(); ++i) {
+    const double w = want.get_f64(i), o = got.get_f64(i);
+    if (std::isnan(w)) {
+      EXPECT_TRUE(std::isnan(o)) << "element " << i;
+      continue;
+    }
+    EXPECT_LE(std::fabs(w - o), tol * (1 + std::fabs(w)))
+        << "element " << i << ": " << o << " where the reference gives " << w;
+  }
+}
+
+TEST(Legalize, AttentionRowsWithNoKeptKeyGiveZero) {
+  // Rows with no kept key, or whose kept scores are all -inf, are 0 in the reference, for every
+  // mask kind: a bias row of -inf (a fully padded sequence), causal / sliding-window with
+  // Sq > Sk, a fully padded batch entry, and a query of +inf against negative keys (scores -inf
+  // whatever the mask).
+  const std::int64_t B = 2, S = 6, T = 4, H = 2, D = 3;
+  for (auto mask : {ir::MaskKind::none, ir::MaskKind::causal, ir::MaskKind::sliding_window,
+                    ir::MaskKind::padding, ir::MaskKind::bias}) {
+    SCOPED_TRACE("mask " + std::to_string(static_cast<int>(mask)));
+    Graph g("attn");
+    Builder b(g);
+    NodeId q = b.input("q", Shape::of({B, H, S, D}, DType::f64));
+    NodeId k = b.input("k", Shape::of({B, H, T, D}, DType::f64));
+    NodeId v = b.input("v", Shape::of({B, H, T, D}, DType::f64));
+    ir::AttentionAttrs a;
+    a.layout = ir::AttnLayout::bhsd;
+    a.num_heads = H;
+    a.num_kv_heads = H;
+    a.mask = mask;
+    a.window = 2;
+    NodeId m;
+    if (mask == ir::MaskKind::padding)
+      m = b.input("mask", Shape::of({B, T}, DType::f64));
+    else if (mask == ir::MaskKind::bias)
+      m = b.input("mask", Shape::of({B, H, S, T}, DType::f64));
+    b.output(b.attention(q, k, v, a, m));
+
+    auto fill = [](const Shape& s, double v0) {
+      ir::Tensor t(s);
+      for (std::int64_t i = 0; i < t.numel(); ++i)
+        t.set_f64(i, v0 + 0.37 * static_cast<double>((i * 7) % 11) - 1.5);
+      return t;
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    ir::reference::TensorMap in;
+    in["q"] = fill(g.shape(q), 0.1);
+    ir::Tensor kt = fill(g.shape(k), 0.2);
+    for (std::int64_t i = 0; i < kt.numel(); ++i) // keys negative, so a +inf query scores -inf
+      kt.set_f64(i, -0.25 - std::fabs(kt.get_f64(i)));
+    in["k"] = kt;
+    in["v"] = fill(g.shape(v), 0.3);
+    for (std::int64_t d = 0; d < D; ++d) // batch 1, head 1, last query: +inf
+      in["q"].set_f64(((1 * H + 1) * S + (S - 1)) * D + d, inf);
+    if (mask == ir::MaskKind::padding) {
+      ir::Tensor pad(g.shape(m));
+      for (std::int64_t j = 0; j < T; ++j) {
+        pad.set_f64(j, 0);                      // batch 0 fully padded
+        pad.set_f64(T + j, j % 2 == 0 ? 1 : 0); // batch 1 partly
+      }
+      in["mask"] = pad;
+    } else if (mask == ir::MaskKind::bias) {
+      ir::Tensor bias = fill(g.shape(m), 0.0);
+      for (std::int64_t j = 0; j < T; ++j) {
+        bias.set_f64(0 * T + j, -inf);                // batch 0, head 0, query 0: every key -inf
+        bias.set_f64(1 * T + j, j == 2 ? 0.5 : -inf); // query 1: one key left
+      }
+      in["mask"] = bias;
+    }
+    const ir::Tensor want = ir::reference::evaluate(g, in).at(0);
+    Graph out = g;
+    legalize(out, claim_all_but({OpKind::Attention}), "test-subset");
+    EXPECT_EQ(count_ops(out, OpKind::Attention), 0);
+    const ir::Tensor got = ir::reference::evaluate(out, in).at(0);
+    expect_same_values(want, got, 1e-12);
+  }
 }
 
 TEST(Legalize, RopeInEveryConfiguration) {

@@ -193,6 +193,85 @@ TEST(LowerControlFlow, UnrollLimitIsAClearError) {
   }
 }
 
+/// `p ? x / d : x` over \p t, where the division is integer (can fail) or float (cannot).
+Graph guarded_division(DType t) {
+  const Shape tx = Shape::of({3}, t), td = Shape::scalar(t);
+  Graph then_b("then");
+  {
+    Builder b(then_b);
+    NodeId x = b.input("x", tx);
+    b.output(b.div(x, b.input("d", td)));
+  }
+  Graph else_b("else");
+  {
+    Builder b(else_b);
+    NodeId x = b.input("x", tx);
+    b.input("d", td);
+    b.output(x);
+  }
+  Graph g("g");
+  Builder b(g);
+  NodeId p = b.input("p", Shape::scalar(DType::boolean));
+  NodeId x = b.input("x", tx);
+  NodeId d = b.input("d", td);
+  b.output(b.if_(p, {x, d}, then_b, else_b));
+  return g;
+}
+
+TEST(LowerControlFlow, AnIfWhoseBranchCanFailIsNotLowered) {
+  // Evaluating both branches would divide by zero where the program guards against it: a clear
+  // error naming the op, not a Where that throws (or computes garbage) at run time.
+  Graph g = guarded_division(DType::i32);
+  fusion::PassContext ctx;
+  try {
+    run_pipeline(g, "lower-control-flow", ctx);
+    FAIL() << "an if with a fallible branch was lowered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("div %"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("claim If"), std::string::npos) << e.what();
+  }
+  // Float division never fails (x / 0 is inf): lowered.
+  Graph f = guarded_division(DType::f32);
+  run_pipeline(f, "lower-control-flow", ctx);
+  EXPECT_EQ(count_ops(f, OpKind::If), 0);
+  EXPECT_EQ(count_ops(f, OpKind::Where), 1);
+}
+
+TEST(LowerControlFlow, AWhileWhoseBodyCanFailIsNotLowered) {
+  // while i < 4: acc += table[i]; i += 1: unrolled, iterations past the end would gather row 4.
+  const Shape ti = Shape::scalar(DType::i64), tt = Shape::of({4});
+  Graph cond("cond");
+  {
+    Builder b(cond);
+    NodeId i = b.input("i", ti);
+    b.input("acc", Shape::scalar(DType::f32));
+    b.input("table", tt);
+    b.output(b.compare(ir::CmpOp::lt, i, b.scalar(4, DType::i64)));
+  }
+  Graph body("body");
+  {
+    Builder b(body);
+    NodeId i = b.input("i", ti);
+    NodeId acc = b.input("acc", Shape::scalar(DType::f32));
+    NodeId table = b.input("table", tt);
+    b.output(b.add(i, b.scalar(1, DType::i64)));
+    b.output(b.add(acc, b.gather(table, i, 0)));
+    b.output(table);
+  }
+  Graph g("g");
+  Builder b(g);
+  NodeId table = b.input("table", tt);
+  b.output(b.while_({b.scalar(0, DType::i64), b.scalar(0, DType::f32), table}, cond, body, 10, 1));
+  fusion::PassContext ctx;
+  try {
+    run_pipeline(g, "lower-control-flow", ctx);
+    FAIL() << "a while with a fallible body was unrolled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gather %"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("claim While"), std::string::npos) << e.what();
+  }
+}
+
 struct DotCase {
   std::vector<std::int64_t> lhs, rhs;
   ir::DotGeneralAttrs dims;

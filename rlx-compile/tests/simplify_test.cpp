@@ -2,10 +2,14 @@
 // equivalence on random inputs), and the cases each rule must leave alone.
 #include "rlx/compile/passes.hpp"
 #include "rlx/ir/builder.hpp"
+#include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "testing/compile_testing.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
 
 namespace rlx::compile {
 namespace {
@@ -169,6 +173,84 @@ TEST(Simplify, LossyCastChainsStay) {
                               "  %5 = cast[to=i32](%4) : [4] i32\n"
                               "  return %2, %5\n");
   expect_rewrite(g, "simplify", g);
+}
+
+TEST(Simplify, IntThroughFloatToNarrowIntStays) {
+  // Float -> int saturates while int -> int wraps: i32 300 -> f64 -> i8 is 127, not 44.
+  const std::string g = graph("  %0 = input[name=\"x\", shape=[4] i32] : [4] i32\n"
+                              "  %1 = cast[to=f64](%0) : [4] f64\n"
+                              "  %2 = cast[to=i8](%1) : [4] i8\n"
+                              "  return %2\n");
+  expect_rewrite(g, "simplify", g);
+}
+
+/// Every dtype, for the table-driven cast-chain test.
+std::vector<ir::DType> all_dtypes() {
+  std::vector<ir::DType> out;
+  for (int i = 0; i < ir::kNumDTypes; ++i)
+    out.push_back(static_cast<ir::DType>(i));
+  return out;
+}
+
+/// Boundary values of \p t: the interesting doubles converted to \p t by the reference's own Cast
+/// (so out-of-range values become t's min / max), which covers min, max, 0, +-1, 127, 128, 255,
+/// 256, 300, -129, 65504, 2^31, fractions, NaN, +-inf and -0.0 wherever t holds them.
+ir::Tensor boundary_values(ir::DType t) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> v = {
+      0.0,          -0.0,          1.0,
+      -1.0,         0.5,           -0.5,
+      2.5,          -1.5,          127.0,
+      128.0,        -128.0,        -129.0,
+      255.0,        256.0,         300.0,
+      -300.0,       65504.0,       65520.0,
+      70000.0,      16777217.0,    2147483647.0,
+      2147483648.0, -2147483649.0, 9007199254740993.0,
+      1e20,         -1e20,         1e-40,
+      inf,          -inf,          std::numeric_limits<double>::quiet_NaN()};
+  ir::Graph g("values");
+  ir::Builder b(g);
+  b.output(b.cast(
+      b.input("v", ir::Shape::of({static_cast<std::int64_t>(v.size())}, ir::DType::f64)), t));
+  std::vector<ir::Tensor> out = ir::reference::evaluate(
+      g, {{"v", ir::Tensor::from<double>({static_cast<std::int64_t>(v.size())}, v)}});
+  ir::Tensor r = out.at(0);
+  if (t == ir::DType::i64 || t == ir::DType::i32) { // the exact extremes, which f64 cannot hold
+    r.set_i64(0, t == ir::DType::i64 ? std::numeric_limits<std::int64_t>::min()
+                                     : std::numeric_limits<std::int32_t>::min());
+    r.set_i64(1, t == ir::DType::i64 ? std::numeric_limits<std::int64_t>::max()
+                                     : std::numeric_limits<std::int32_t>::max());
+  }
+  return r;
+}
+
+bool same_bits(const ir::Tensor& a, const ir::Tensor& b) {
+  return a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+TEST(Simplify, CastChainsMatchTheReferenceForEveryDTypeTriple) {
+  // For every (src, mid, dst), simplify's cast(cast(x, mid), dst) must give the reference's values
+  // bit for bit on src's boundary values, whether or not the rule fires.
+  int fired = 0;
+  for (ir::DType src : all_dtypes())
+    for (ir::DType mid : all_dtypes())
+      for (ir::DType dst : all_dtypes()) {
+        const ir::Tensor x = boundary_values(src);
+        ir::Graph g("chain");
+        ir::Builder b(g);
+        b.output(b.cast(b.cast(b.input("x", x.shape()), mid), dst));
+        ir::Graph s = g;
+        fusion::PassContext ctx;
+        run_pipeline(s, "simplify", ctx);
+        fired += testing::count_ops(s, ir::OpKind::Cast) < 2 ? 1 : 0;
+        const ir::Tensor want = ir::reference::evaluate(g, {{"x", x}}).at(0);
+        const ir::Tensor got = ir::reference::evaluate(s, {{"x", x}}).at(0);
+        EXPECT_TRUE(same_bits(want, got)) << ir::dtype_name(src) << " -> " << ir::dtype_name(mid)
+                                          << " -> " << ir::dtype_name(dst) << ": simplified to\n"
+                                          << ir::print(s);
+      }
+  EXPECT_GT(fired, 100); // the rule still fires where it is exact (int widening, f16 -> f32 ...)
 }
 
 TEST(Simplify, IfWithAConstantPredicateInlinesTheTakenBranch) {

@@ -18,8 +18,6 @@ constexpr auto kFloats = {DType::f32, DType::f64};
 constexpr std::array kUnclaimed = {
     UnclaimedOp{K::DotGeneral, "lowered to Transpose / Reshape / MatMul by the compile pipeline "
                                "(one GEMM path serves both)"},
-    UnclaimedOp{K::If, "lowered to Where over both inlined branches by the compile pipeline"},
-    UnclaimedOp{K::While, "unrolled up to max_iterations by the compile pipeline"},
     UnclaimedOp{K::CustomFn, "its body is inlined by the compile pipeline, so fusion and memory "
                              "planning see through it"},
     UnclaimedOp{K::Linear, "HIR block: lowered to MatMul (+ Add, activation) before MIR"},
@@ -50,14 +48,23 @@ ir::ClaimSet build_claims() {
     c.claim(k, {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
   c.claim(K::ArgMax, {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
   // Float-only kernels.
-  for (K k : {K::DenseSolve, K::Softmax, K::LogSoftmax, K::LayerNorm, K::RmsNorm, K::Attention,
-              K::Rope, K::SoftmaxCrossEntropy, K::Conv2d, K::Pool2d, K::FakeQuantize})
+  for (K k : {K::DenseSolve, K::Softmax, K::LogSoftmax, K::LayerNorm, K::RmsNorm, K::Rope,
+              K::Conv2d, K::Pool2d, K::FakeQuantize})
     c.claim(k, kFloats);
+  // Float data with an operand of another type (ClaimSet::supports checks every operand): integer
+  // labels of any width; a padding mask of any dtype (nonzero = keep).
+  c.claim(K::SoftmaxCrossEntropy,
+          {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
+  c.claim(K::Attention, kFloats);
+  c.claim(K::Attention, {DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
   // int8 quantization: float in, i8 out (Quantize); i8 in, f32 out (Dequantize).
   c.claim(K::Quantize, {DType::f32, DType::f64, DType::i8});
   c.claim(K::Dequantize, {DType::i8, DType::f32});
   // Custom ops run their registered reference kernel, whatever the dtypes.
   c.claim(K::Custom);
+  // Control flow runs for real (control_flow.cpp): each sub-graph is a nested executable.
+  c.claim(K::If);
+  c.claim(K::While);
   return c;
 }
 

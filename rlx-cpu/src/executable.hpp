@@ -32,6 +32,13 @@ public:
   ir::Tensor output(std::size_t index) const override;
   std::int64_t device_bytes() const override { return arena_bytes_ + packed_bytes_; }
 
+  /// Copies a value of the type of the Input named \p name from \p src into its slot and marks it
+  /// set: how control-flow kernels feed the nested executables of their sub-graphs on every run
+  /// without allocating. Throws Error for an unknown name.
+  void write_input(const std::string& name, const std::byte* src);
+  /// Copies graph output \p index into \p dst, which holds its bytes.
+  void read_output(std::size_t index, std::byte* dst) const;
+
   /// One line per kernel record (see kernel_listing()).
   std::string listing() const;
   /// Starts (or stops) timing every kernel of the run loop and clears the totals.

@@ -113,8 +113,9 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
   case K::Pool2d:
     return pool2d_impls();
   case K::If:
+    return if_impls();
   case K::While:
-    return {};
+    return while_impls();
   case K::Custom:
     return custom_impls();
   case K::CustomFn:

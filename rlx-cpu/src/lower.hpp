@@ -109,5 +109,7 @@ std::span<const KernelImpl> conv2d_impls();
 std::span<const KernelImpl> pool2d_impls();
 std::span<const KernelImpl> quant_impls();
 std::span<const KernelImpl> custom_impls();
+std::span<const KernelImpl> if_impls();    ///< control_flow.cpp: the chosen branch, nested
+std::span<const KernelImpl> while_impls(); ///< control_flow.cpp: cond / body, nested
 
 } // namespace rlx::cpu

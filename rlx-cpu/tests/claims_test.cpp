@@ -54,7 +54,12 @@ TEST(CpuClaims, DtypesAreClaimedPerOp) {
   EXPECT_TRUE(c.claims(OpKind::MatMul, DType::i64));
   EXPECT_FALSE(c.claims(OpKind::MatMul, DType::f16));
   EXPECT_TRUE(c.claims(OpKind::Attention, DType::f64));
-  EXPECT_FALSE(c.claims(OpKind::Attention, DType::i32));
+  EXPECT_FALSE(c.claims(OpKind::Attention, DType::f16));
+  // supports() checks every operand: integer and bool padding masks are claimed (attention's shape
+  // rule keeps q, k and v float), and so are integer labels of softmax_cross_entropy.
+  EXPECT_TRUE(c.claims(OpKind::Attention, DType::i64));
+  EXPECT_TRUE(c.claims(OpKind::Attention, DType::boolean));
+  EXPECT_TRUE(c.claims(OpKind::SoftmaxCrossEntropy, DType::i32));
   EXPECT_FALSE(c.claims(OpKind::Exp, DType::i32));
   EXPECT_TRUE(c.claims(OpKind::Transpose, DType::bf16));
 }

@@ -39,7 +39,10 @@ bool ClaimSet::supports(const Graph& g, NodeId id) const {
   const Node& n = g.node(id);
   if (!claims(n.op, n.shape.dtype))
     return false;
-  return n.inputs.empty() || claims(n.op, g.shape(n.inputs[0]).dtype);
+  for (NodeId in : n.inputs)
+    if (!claims(n.op, g.shape(in).dtype))
+      return false;
+  return true;
 }
 
 std::vector<OpKind> ClaimSet::kinds() const {

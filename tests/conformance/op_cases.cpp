@@ -722,6 +722,60 @@ void control_cases(Table& t) {
                 });
                 return b.while_({in_[0]}, cond, body, 4, 0);
               });
+  // Guarded integer division `p ? x / d : 0` with p = (d != 0): the division runs only when taken
+  // (a backend must not evaluate the untaken branch, which divides by zero).
+  for (int pred : {0, 1}) {
+    const ir::Shape xi = ir::Shape::of({4}, DType::i32), di = ir::Shape::scalar(DType::i32);
+    t.add_built(std::string("if_guarded_div_i32_") + (pred ? "taken" : "skipped"), K::If,
+                {ints("p", {}, DType::boolean, pred, pred), ints("x", {4}, DType::i32, -50, 50),
+                 pred ? InputSpec{"d", di, Fill::nonzero, -5, 5} : ints("d", {}, DType::i32, 0, 0)},
+                exact("integer division and multiplication are exact"),
+                [xi, di](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                  ir::Builder b(g);
+                  ir::Graph then_b("then"), else_b("else");
+                  {
+                    ir::Builder bb(then_b);
+                    ir::NodeId x = bb.input("x", xi);
+                    bb.output(bb.div(x, bb.input("d", di)));
+                  }
+                  {
+                    ir::Builder bb(else_b);
+                    ir::NodeId x = bb.input("x", xi);
+                    bb.input("d", di);
+                    bb.output(bb.mul(x, bb.scalar(0, DType::i32)));
+                  }
+                  return b.if_(in_[0], {in_[1], in_[2]}, then_b, else_b);
+                });
+  }
+  // A While that gathers row i of a [5, 2] table while i < 5 (max_iterations 100): iterations past
+  // the table's end must not run.
+  t.add_built("while_gather_counter_f32", K::While,
+              {ints("i", {}, DType::i64, 0, 0), in("acc", {2}, DType::f32, -1, 1),
+               in("table", {5, 2}, DType::f32, -4, 4)},
+              exact("each iteration adds one f32 row, correctly rounded"),
+              [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                ir::Builder b(g);
+                const ir::Shape ti = ir::Shape::scalar(DType::i64), ta = ir::Shape::of({2}),
+                                tt = ir::Shape::of({5, 2});
+                ir::Graph cond("cond"), body("body");
+                {
+                  ir::Builder cb(cond);
+                  ir::NodeId i = cb.input("i", ti);
+                  cb.input("acc", ta);
+                  cb.input("table", tt);
+                  cb.output(cb.compare(ir::CmpOp::lt, i, cb.scalar(5, DType::i64)));
+                }
+                {
+                  ir::Builder bb(body);
+                  ir::NodeId i = bb.input("i", ti);
+                  ir::NodeId acc = bb.input("acc", ta);
+                  ir::NodeId table = bb.input("table", tt);
+                  bb.output(bb.add(i, bb.scalar(1, DType::i64)));
+                  bb.output(bb.add(acc, bb.gather(table, i, 0)));
+                  bb.output(table);
+                }
+                return b.while_({in_[0], in_[1], in_[2]}, cond, body, 100, 1);
+              });
   t.add_built("custom_fn_silu_f32", K::CustomFn, {in("x", {3, 6}, DType::f32, -4, 4)},
               elementwise_fn(DType::f32, 4.0),
               [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {

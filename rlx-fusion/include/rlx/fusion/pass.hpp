@@ -37,9 +37,14 @@ enum class BroadcastPolicy : std::uint8_t {
 /// Knobs of the standard passes. Defaults are what the compile pipeline uses.
 struct PassOptions {
   /// const-fold: a node is folded when its result has at most this many elements, or no more
-  /// elements than its constant operands together (folding never inflates the graph's constant
+  /// bytes than its constant operands together (folding never inflates the graph's constant
   /// data beyond this bound).
   std::int64_t fold_max_elements = 4096;
+  /// const-fold: a node whose estimated work exceeds this many units (about 4 ns each: one
+  /// multiply-add of a MatMul, a quarter of an element of other ops; a While counts max_iterations
+  /// bodies) is not folded, so one fold stays well under 10 ms in the reference interpreter
+  /// (rlx-compile/DESIGN.md has the measurements).
+  std::int64_t fold_max_work = std::int64_t{1} << 20;
   /// lower-control-flow: a While whose unrolled copy would exceed this many nodes is an error
   /// rather than a silent explosion of the graph.
   std::int64_t unroll_max_nodes = 1 << 20;

@@ -23,8 +23,10 @@ public:
   /// \returns whether \p op is claimed for dtype \p t.
   bool claims(OpKind op, DType t) const;
   /// The one capability question: can this backend run node \p id of \p g as it is? True when
-  /// the op kind is claimed for the node's output dtype and for its first operand's dtype (so a
-  /// Cast needs both its source and target type, a Compare its operand type and bool).
+  /// the op kind is claimed for the node's output dtype and for the dtype of every operand (so a
+  /// Cast needs both its source and target type, a Compare its operand type and bool, a Gather its
+  /// index type, a padding-masked Attention its mask type). A backend therefore claims an op for
+  /// every dtype its kernel takes at any operand, index and mask operands included.
   bool supports(const Graph& g, NodeId id) const;
   /// Every claimed op kind, in table order.
   std::vector<OpKind> kinds() const;

@@ -20,6 +20,8 @@ enum OpFlags : std::uint32_t {
   kLeaf = 1u << 3,           ///< no inputs; Input / Param / Constant
   kHir = 1u << 4,            ///< HIR block op, lowered before MIR
   kSubgraphs = 1u << 5,      ///< carries sub-graph attributes
+  kMayFail = 1u << 6,        ///< can reject a value at run time (index out of range, ...)
+  kMayFailInt = 1u << 7,     ///< can reject a value at run time on integer operands only
 };
 
 /// One enumerator per row of ops.def.

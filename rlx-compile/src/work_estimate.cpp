@@ -1,0 +1,94 @@
+// work_estimate.cpp: node_work / graph_work, the arithmetic cost model of const-fold's work bound.
+#include "work_estimate.hpp"
+
+#include <algorithm>
+
+namespace rlx::compile::detail {
+
+namespace {
+
+/// Units per element read or written by an elementwise / movement / reduction op, against one per
+/// multiply-add of the contractions. Measured with bench/fold_cost.cpp (DESIGN.md): the reference
+/// interpreter spends about 16 ns of CPU per element touched by an Add (one conversion to double
+/// and back per element) but about 0.3 ns per MatMul multiply-add (Eigen). Counting a
+/// multiply-add as one unit keeps the plain double loops of Conv2d, Attention and DenseSolve
+/// (about 1-2 ns each) conservative too; one unit is then about 4 ns.
+constexpr double kUnitsPerElement = 4;
+
+double numel(const ir::Shape& s) {
+  return s.is_static() ? static_cast<double>(s.numel()) : kUnboundedWork;
+}
+
+double dim(const ir::Shape& s, std::size_t i) {
+  if (i >= s.rank() || !s[i].is_static())
+    return kUnboundedWork;
+  return static_cast<double>(s[i].size());
+}
+
+} // namespace
+
+double node_work(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  if (ir::is_leaf(n.op))
+    return 0;
+  const double out = numel(n.shape);
+  auto in = [&](std::size_t i) -> const ir::Shape& { return g.shape(n.inputs.at(i)); };
+  switch (n.op) {
+  case ir::OpKind::MatMul: {
+    const ir::Shape& a = in(0);
+    const auto& attrs = n.attr<ir::MatMulAttrs>();
+    const std::size_t r = a.rank();
+    const double k = r == 1 ? dim(a, 0) : dim(a, attrs.transpose_a ? r - 2 : r - 1);
+    return out * std::max(k, 1.0);
+  }
+  case ir::OpKind::DotGeneral: {
+    double k = 1;
+    for (std::int64_t d : n.attr<ir::DotGeneralAttrs>().lhs_contracting)
+      k *= dim(in(0), static_cast<std::size_t>(d));
+    return out * std::max(k, 1.0);
+  }
+  case ir::OpKind::Conv2d: {
+    const ir::Shape& w = in(1); // [O, C / groups, KH, KW]
+    const double per_output = numel(w) / std::max(dim(w, 0), 1.0);
+    return out * std::max(per_output, 1.0);
+  }
+  case ir::OpKind::Attention: {
+    const auto& a = n.attr<ir::AttentionAttrs>();
+    const double sk = dim(in(1), a.layout == ir::AttnLayout::bshd ? 1 : 2);
+    return (numel(in(0)) + out) * std::max(sk, 1.0);
+  }
+  case ir::OpKind::DenseSolve: {
+    const ir::Shape& a = in(0);
+    const double nn = a.rank() >= 1 ? dim(a, a.rank() - 1) : 1;
+    return (numel(a) + numel(in(1))) * std::max(nn, 1.0);
+  }
+  case ir::OpKind::If: {
+    const auto& a = n.attr<ir::IfAttrs>();
+    return std::max(graph_work(*a.then_branch), graph_work(*a.else_branch)) + out;
+  }
+  case ir::OpKind::While: {
+    const auto& a = n.attr<ir::WhileAttrs>();
+    if (a.max_iterations <= 0)
+      return out;
+    const double per_iteration = graph_work(*a.cond) + graph_work(*a.body) + 1;
+    return static_cast<double>(a.max_iterations) * per_iteration + out;
+  }
+  case ir::OpKind::CustomFn:
+    return graph_work(*n.attr<ir::CustomFnAttrs>().body) + out;
+  default: {
+    double w = out;
+    for (ir::NodeId i : n.inputs)
+      w += numel(g.shape(i));
+    return kUnitsPerElement * w;
+  }
+  }
+}
+
+double graph_work(const ir::Graph& g) {
+  double w = 0;
+  for (ir::NodeId id : g.ids())
+    w += node_work(g, id);
+  return w;
+}
+
+} // namespace rlx::compile::detail
