@@ -19,7 +19,7 @@ struct Export {
   bool bind = false;
 
   int run() {
-    ResolvedModel m = resolve_model(model);
+    ResolvedModel m = resolve_model(model, /*with_weights=*/false);
     ir::Graph g = lowered ? ir::lower_hir(m.graph) : m.graph;
     if (bind)
       g = g.bind(m.bindings);
