@@ -124,6 +124,7 @@ TEST(Models, TiedEmbeddingsProjectWithTheEmbeddingTable) {
   c.layers = 1;
   c.hidden = 16;
   c.heads = 2;
+  c.kv_heads = 2;
   c.ffn = 32;
   c.vocab = 11;
   c.embeddings = c.lm_head = c.tie_word_embeddings = true;

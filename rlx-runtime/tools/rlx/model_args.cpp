@@ -222,9 +222,28 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
       ->check(CLI::Range(std::int64_t{1}, CliLimits::batch));
   opt(app, "--seq", a.seq, "sequence length (default 128)")
       ->check(CLI::Range(std::int64_t{1}, CliLimits::seq));
-  app.add_option("--dims", a.dims, "mlp layer widths, input first (default 784,512,512,10)")
-      ->delimiter(',')
-      ->check(CLI::Range(std::int64_t{1}, ModelLimits::mlp_width));
+  // Parsed by hand: CLI11's delimiter split drops empty items, so "4,,2" would pass as 4,2.
+  app.add_option_function<std::string>(
+      "--dims",
+      [&a](const std::string& text) {
+        a.dims.clear();
+        std::size_t at = 0;
+        while (true) {
+          const std::size_t comma = std::min(text.find(',', at), text.size());
+          std::int64_t v = 0;
+          const auto [end, ec] = std::from_chars(text.data() + at, text.data() + comma, v);
+          if (ec != std::errc() || end != text.data() + comma || v < 1 ||
+              v > ModelLimits::mlp_width)
+            throw CLI::ValidationError("--dims", "widths must be integers in [1, " +
+                                                     std::to_string(ModelLimits::mlp_width) +
+                                                     "] separated by commas, got '" + text + "'");
+          a.dims.push_back(v);
+          if (comma == text.size())
+            break;
+          at = comma + 1;
+        }
+      },
+      "mlp layer widths, input first (default 784,512,512,10)");
   app.add_flag("--embeddings", a.embeddings, "token-id inputs and embedding tables (bert, llama)");
   app.add_flag("--padding-mask", a.padding_mask, "bert: an attention_mask input");
   app.add_flag("--lm-head", a.lm_head, "llama: project to vocabulary logits");
