@@ -4,6 +4,7 @@
 #include "heap.hpp"
 #include "liveness.hpp"
 #include "rlx/ir/error.hpp"
+#include "rlx/ir/size.hpp"
 
 #include <array>
 
@@ -24,6 +25,12 @@ bool narrow_is_contiguous(const ir::Shape& src, const ir::NarrowAttrs& a) {
     if (!src[d].is_static() || src[d].size() != 1)
       return false;
   return true;
+}
+
+/// \p bytes rounded up to \p align, the sum checked (sizes come from shapes, which may be huge).
+std::int64_t aligned_bytes(std::int64_t bytes, std::int64_t align) {
+  ir::checked_add(bytes, align - 1, "plan_memory: buffer size"); // align_up's sum, checked
+  return detail::align_up(bytes, align);
 }
 
 /// The storage class of a buffer-owning node.
@@ -109,7 +116,7 @@ ir::MemoryPlan plan_memory(const ir::Graph& g, const PlanOptions& opts) {
       if (lv.view[id.v] || s.storage != cls)
         continue;
       s.offset = cursor;
-      cursor += detail::align_up(s.bytes, align);
+      cursor = ir::checked_add(cursor, aligned_bytes(s.bytes, align), "plan_memory: arena size");
     }
   plan.pinned_bytes = cursor;
 
@@ -121,7 +128,7 @@ ir::MemoryPlan plan_memory(const ir::Graph& g, const PlanOptions& opts) {
     const ir::BufferSlot& s = plan.assignments[id.v];
     if (lv.view[id.v] || s.storage != Storage::temp)
       continue;
-    bufs.push_back({detail::align_up(s.bytes, align), lv.first[id.v], lv.last[id.v], 0});
+    bufs.push_back({aligned_bytes(s.bytes, align), lv.first[id.v], lv.last[id.v], 0});
     owner.push_back(id);
     is_scratch.push_back(false);
   }
@@ -137,11 +144,15 @@ ir::MemoryPlan plan_memory(const ir::Graph& g, const PlanOptions& opts) {
       if (bytes == 0)
         continue;
       plan.scratch.push_back({id, 0, bytes});
-      bufs.push_back({detail::align_up(bytes, align), lv.pos[id.v], lv.pos[id.v], 0});
+      bufs.push_back({aligned_bytes(bytes, align), lv.pos[id.v], lv.pos[id.v], 0});
       owner.push_back(id);
       is_scratch.push_back(true);
     }
   }
+  // No placement reaches past the sum of every size: check that sum once, so no offset overflows.
+  std::int64_t bound = plan.pinned_bytes;
+  for (const auto& b : bufs)
+    bound = ir::checked_add(bound, b.size, "plan_memory: arena size");
   const std::int64_t heap = detail::place_buffers(bufs, opts.strategy);
   std::size_t next_scratch = 0;
   for (std::size_t i = 0; i < bufs.size(); ++i) {

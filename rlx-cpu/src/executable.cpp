@@ -7,6 +7,7 @@
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/cpu/claims.hpp"
 #include "rlx/ir/error.hpp"
+#include "rlx/ir/size.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -70,6 +71,7 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend)
 
   // The arena, allocated once and zeroed.
   arena_bytes_ = plan.arena_size;
+  ir::check_allocation(plan.arena_size, "rlx-cpu: the arena");
   auto alloc =
       static_cast<std::size_t>((std::max<std::int64_t>(plan.arena_size, 1) + 63) / 64 * 64);
   arena_.reset(static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc)));

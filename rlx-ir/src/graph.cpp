@@ -81,6 +81,9 @@ NodeId Graph::add_unchecked(Node node) {
     check_id(in, "add");
   for (NodeId in : node.inputs)
     users_[in.v].push_back(id);
+  if (node.op == OpKind::Input || node.op == OpKind::Param)
+    if (const auto* leaf = std::get_if<LeafAttrs>(&node.attrs))
+      leaves_[node.op == OpKind::Param ? 1 : 0].emplace(leaf->name, id);
   nodes_.push_back(std::move(node));
   users_.emplace_back();
   output_uses_.push_back(0);
@@ -146,11 +149,9 @@ std::vector<NodeId> Graph::params() const {
 }
 
 NodeId Graph::find_leaf(std::string_view name, bool param) const {
-  OpKind want = param ? OpKind::Param : OpKind::Input;
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].op == want && nodes_[i].attr<LeafAttrs>().name == name)
-      return NodeId(static_cast<std::uint32_t>(i));
-  return {};
+  const auto& index = leaves_[param ? 1 : 0];
+  auto it = index.find(std::string(name));
+  return it == index.end() ? NodeId{} : it->second;
 }
 
 void Graph::replace_all_uses(NodeId from, NodeId to) {
@@ -250,6 +251,8 @@ std::vector<NodeId> Graph::compact() {
   users_.clear();
   output_uses_.clear();
   outputs_.clear();
+  leaves_[0].clear();
+  leaves_[1].clear();
   for (NodeId id : order) {
     Node nd = std::move(old[id.v]);
     for (NodeId& in : nd.inputs)

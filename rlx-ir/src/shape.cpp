@@ -51,14 +51,21 @@ std::vector<std::int64_t> Shape::sizes() const {
 }
 
 std::int64_t Shape::numel() const {
-  std::int64_t n = 1;
-  for (auto s : sizes())
-    n *= s;
-  return n;
+  const auto s = sizes();
+  try {
+    return checked_product(s, "element count");
+  } catch (const ShapeError& e) { // the message is built only when it is needed
+    throw ShapeError(str() + ": " + e.what());
+  }
 }
 
 std::int64_t Shape::bytes() const {
-  return numel() * static_cast<std::int64_t>(dtype_size(dtype));
+  const std::int64_t n = numel();
+  try {
+    return checked_mul(n, static_cast<std::int64_t>(dtype_size(dtype)), "byte size");
+  } catch (const ShapeError& e) {
+    throw ShapeError(str() + ": " + e.what());
+  }
 }
 
 Shape Shape::bind(const Bindings& b) const {
@@ -144,7 +151,7 @@ bool broadcasts_to(const std::vector<Dim>& from, const std::vector<Dim>& to) {
 std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& sizes) {
   std::vector<std::int64_t> st(sizes.size(), 1);
   for (std::size_t i = sizes.size(); i-- > 1;)
-    st[i - 1] = st[i] * sizes[i];
+    st[i - 1] = checked_mul(st[i], sizes[i], "strides");
   return st;
 }
 

@@ -4,6 +4,7 @@
 #include "rlx/ir/custom_op.hpp"
 #include "rlx/ir/error.hpp"
 #include "rlx/ir/graph.hpp"
+#include "rlx/ir/size.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -185,7 +186,7 @@ Shape reshape(In in, const TargetShapeAttrs& a) {
     if (d.is_symbolic())
       in_syms.insert(d.symbol());
     else
-      in_static *= d.size();
+      in_static = checked_mul(in_static, d.size(), "reshape: input element count");
   }
   std::int64_t out_static = 1;
   int infer_at = -1;
@@ -198,7 +199,7 @@ Shape reshape(In in, const TargetShapeAttrs& a) {
       infer_at = static_cast<int>(i);
     } else {
       expect(d.size() >= 0, "reshape: negative target dim " + d.str());
-      out_static *= d.size();
+      out_static = checked_mul(out_static, d.size(), "reshape: element count of the target");
     }
   }
   std::vector<Dim> out = a.shape;
@@ -239,9 +240,9 @@ Shape narrow(In in, const NarrowAttrs& a) {
                                             std::to_string(a.start) + " length " +
                                             std::to_string(a.length));
   if (x[ax].is_static())
-    expect(a.start + a.length <= x[ax].size(),
-           "narrow: [" + std::to_string(a.start) + ", " + std::to_string(a.start + a.length) +
-               ") exceeds dim " + x[ax].str() + " of " + x.str());
+    expect(a.start <= x[ax].size() && a.length <= x[ax].size() - a.start,
+           "narrow: start " + std::to_string(a.start) + " length " + std::to_string(a.length) +
+               " exceeds dim " + x[ax].str() + " of " + x.str());
   Shape out = x;
   out.dims[ax] = Dim(a.length);
   return out;
@@ -265,7 +266,7 @@ Shape concat(In in, const AxisAttrs& a) {
     if (in.size() == 1)
       return x;
     expect(s[ax].is_static(), "concat: the concatenated dim must be static, got " + s[ax].str());
-    total += s[ax].size();
+    total = checked_add(total, s[ax].size(), "concat: the concatenated dim");
   }
   out.dims[ax] = Dim(total);
   return out;
@@ -469,10 +470,12 @@ void expect_pair(const std::vector<std::int64_t>& v, std::int64_t min, const cha
 }
 std::int64_t conv_out(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p,
                       std::int64_t d, const char* what) {
-  std::int64_t eff = d * (k - 1) + 1;
-  std::int64_t span = in + 2 * p - eff;
-  expect(span >= 0, std::string(what) + ": window " + std::to_string(eff) +
-                        " is larger than the padded input " + std::to_string(in + 2 * p));
+  const std::string w(what);
+  std::int64_t eff = checked_add(checked_mul(d, k - 1, w + ": dilated window"), 1, w);
+  std::int64_t padded = checked_add(in, checked_mul(2, p, w + ": padding"), w + ": padded input");
+  std::int64_t span = padded - eff;
+  expect(span >= 0, w + ": window " + std::to_string(eff) + " is larger than the padded input " +
+                        std::to_string(padded));
   return span / s + 1;
 }
 } // namespace
@@ -513,7 +516,7 @@ Shape pool2d(In in, const Pool2dAttrs& a) {
   expect_pair(a.kernel, 1, "pool2d kernel");
   expect_pair(a.stride, 1, "pool2d stride");
   expect_pair(a.padding, 0, "pool2d padding");
-  expect(a.padding[0] * 2 <= a.kernel[0] && a.padding[1] * 2 <= a.kernel[1],
+  expect(a.padding[0] <= a.kernel[0] / 2 && a.padding[1] <= a.kernel[1] / 2,
          "pool2d: padding must be at most half the kernel");
   expect(x[2].is_static() && x[3].is_static(), "pool2d: H and W must be static");
   std::int64_t h = conv_out(x[2].size(), a.kernel[0], a.stride[0], a.padding[0], 1, "pool2d");
@@ -669,7 +672,7 @@ Shape attention_block(In in, const AttentionBlockAttrs& a) {
   const Dim& e = x[2];
   Dim qd = check_weight(in[1], e, x.dtype, "attention_block wq");
   std::int64_t d = static_div(qd, a.num_heads, "attention_block: wq rows / num_heads");
-  Dim kvd = Dim(d * a.num_kv_heads);
+  Dim kvd = Dim(checked_mul(d, a.num_kv_heads, "attention_block: head_dim x num_kv_heads"));
   expect_dim(check_weight(in[2], e, x.dtype, "attention_block wk"), kvd, "attention_block wk rows");
   expect_dim(check_weight(in[3], e, x.dtype, "attention_block wv"), kvd, "attention_block wv rows");
   Dim eo = check_weight(in[4], qd, x.dtype, "attention_block wo");
@@ -756,7 +759,7 @@ Shape llama_block(In in, const LlamaBlockAttrs& a) {
   Dim qd = check_weight(in[2], e, x.dtype, "llama_block wq");
   std::int64_t d = static_div(qd, a.num_heads, "llama_block: wq rows / num_heads");
   expect(d % 2 == 0, "llama_block: head_dim must be even for RoPE");
-  Dim kvd = Dim(d * a.num_kv_heads);
+  Dim kvd = Dim(checked_mul(d, a.num_kv_heads, "llama_block: head_dim x num_kv_heads"));
   expect_dim(check_weight(in[3], e, x.dtype, "llama_block wk"), kvd, "llama_block wk rows");
   expect_dim(check_weight(in[4], e, x.dtype, "llama_block wv"), kvd, "llama_block wv rows");
   expect_dim(check_weight(in[5], qd, x.dtype, "llama_block wo"), e, "llama_block wo rows");

@@ -1,6 +1,8 @@
 // tensor.cpp: host tensors and f16 / bf16 conversion.
 #include "rlx/ir/tensor.hpp"
 
+#include "rlx/ir/size.hpp"
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -75,11 +77,14 @@ float bf16_to_float(bf16_t v) {
 }
 
 Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
-  numel_ = shape_.numel(); // throws on symbolic dims
-  if (numel_ < 0)
-    throw ShapeError("Tensor: negative size in " + shape_.str());
-  bytes_ = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(numel_) *
-                                                    dtype_size(shape_.dtype));
+  for (const auto& d : shape_.dims)
+    if (d.is_static() && d.size() < 0)
+      throw ShapeError("Tensor: negative size in " + shape_.str());
+  numel_ = shape_.numel();                   // throws on symbolic dims and on overflow
+  const std::int64_t bytes = shape_.bytes(); // likewise
+  if (!allocation_fits(bytes))
+    check_allocation(bytes, "tensor " + shape_.str());
+  bytes_ = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(bytes));
 }
 
 void Tensor::check_type(DType t) const {

@@ -121,7 +121,7 @@ void Executable::set_param(const std::string& name, const ir::Tensor& value) {
                          [&](const auto& p) { return p.first == name; });
   if (it == st.param_types.end())
     throw Error("set_param: graph '" + st.graph.name() + "' has no param '" + name + "'");
-  if (value.empty() && value.numel() != 0)
+  if (value.empty() && value.shape().numel() != 0) // a default Tensor is empty but rank 0
     throw Error("set_param: param '" + name + "' given an empty tensor");
   if (!fits(it->second, value.shape()))
     throw Error("set_param: param '" + name + "' is " + it->second.str() + ", given " +

@@ -8,74 +8,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
+#include "cli_testing.hpp"
+
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <sys/wait.h>
-
-#ifndef RLX_CLI_PATH
-#error "RLX_CLI_PATH must name the built rlx executable"
-#endif
 
 namespace rlx::runtime {
 namespace {
 
 namespace fs = std::filesystem;
 
-/// What one run of the command did.
-struct Result {
-  int status = -1;
-  std::string out, err;
-  /// The number of lines on stderr.
-  std::size_t err_lines() const {
-    return static_cast<std::size_t>(std::count(err.begin(), err.end(), '\n'));
-  }
-};
-
-class Cli : public ::testing::Test {
-protected:
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() /
-        ("rlx_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  static std::string slurp(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
-  /// Runs `rlx <args>` with stdout and stderr captured.
-  Result rlx(const std::string& args) const {
-    const std::string cmd =
-        std::string(RLX_CLI_PATH) + " " + args + " >" + path("stdout") + " 2>" + path("stderr");
-    const int raw = std::system(cmd.c_str());
-    Result r;
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = slurp(path("stdout"));
-    r.err = slurp(path("stderr"));
-    return r;
-  }
-
-  /// Expects a failure with \p status and one stderr line holding \p text.
-  void expect_error(const std::string& args, int status, const std::string& text) const {
-    Result r = rlx(args);
-    EXPECT_EQ(r.status, status) << args << "\n" << r.err;
-    EXPECT_EQ(r.err_lines(), 1u) << args << "\n" << r.err;
-    EXPECT_EQ(r.err.rfind("rlx: error: ", 0), 0u) << r.err;
-    EXPECT_NE(r.err.find(text), std::string::npos) << args << "\n" << r.err;
-  }
-
-  fs::path dir_;
-};
+using testing::Cli;
+using testing::Result;
 
 const char* kTinyMlp = "--model mlp --dims 4,3,2";
 
@@ -156,7 +100,8 @@ TEST_F(Cli, RunWritesOutputsThatMatchTheReference) {
 }
 
 // A HuggingFace-style BertModel checkpoint ("bert." prefix, embeddings, a pooler the encoder does
-// not use): the config is read off the weights, token_type_ids and position_ids take HF defaults.
+// not use): the config is read off the weights, token_type_ids and position_ids take HF defaults;
+// the unused tensors need --allow-extra-weights.
 TEST_F(Cli, RunsAHuggingFaceStyleBertCheckpoint) {
   BertConfig c;
   c.layers = 2;
@@ -176,8 +121,13 @@ TEST_F(Cli, RunsAHuggingFaceStyleBertCheckpoint) {
   write_safetensors(path("model.safetensors"), ckpt);
   const ir::Tensor ids = ir::Tensor::from<std::int64_t>({1, 5}, {3, 19, 0, 7, 7});
   write_npy(path("ids.npy"), ids);
-  Result r = rlx("run --model bert --heads 2 --weights " + path("model.safetensors") +
-                 " --input input_ids=" + path("ids.npy") + " --output y=" + path("y.npy"));
+  // The pooler and the MLM head are unused: an error unless asked to ignore them.
+  expect_error("run --model bert --heads 2 --weights " + path("model.safetensors") +
+                   " --input input_ids=" + path("ids.npy"),
+               1, "2 unexpected: bert.pooler.dense.weight, cls.predictions.bias");
+  Result r = rlx("run --model bert --heads 2 --allow-extra-weights --weights " +
+                 path("model.safetensors") + " --input input_ids=" + path("ids.npy") +
+                 " --output y=" + path("y.npy"));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("layers = 2 (from the weights)"), std::string::npos) << r.out;
   TensorMap in{{"input_ids", ids},

@@ -3,6 +3,8 @@
 #include "rlx/ir/builder.hpp"
 #include "rlx/runtime/models.hpp"
 
+#include <cmath>
+
 namespace rlx::runtime {
 
 using ir::Dim;
@@ -13,16 +15,16 @@ using ir::Shape;
 namespace {
 
 void check(const BertConfig& c) {
-  detail::require_positive("bert", "layers", c.layers);
-  detail::require_positive("bert", "hidden", c.hidden);
-  detail::require_positive("bert", "heads", c.heads);
-  detail::require_positive("bert", "ffn", c.ffn);
+  detail::require_in_range("bert", "layers", c.layers, ModelLimits::layers);
+  detail::require_in_range("bert", "hidden", c.hidden, ModelLimits::hidden);
+  detail::require_in_range("bert", "heads", c.heads, ModelLimits::heads);
+  detail::require_in_range("bert", "ffn", c.ffn, ModelLimits::ffn);
   detail::require_multiple("bert", "hidden", c.hidden, "heads", c.heads);
-  detail::require(c.eps > 0, "bert", "eps must be positive");
+  detail::require(c.eps > 0 && std::isfinite(c.eps), "bert", "eps must be positive");
   if (c.embeddings) {
-    detail::require_positive("bert", "vocab", c.vocab);
-    detail::require_positive("bert", "max_positions", c.max_positions);
-    detail::require_positive("bert", "type_vocab", c.type_vocab);
+    detail::require_in_range("bert", "vocab", c.vocab, ModelLimits::vocab);
+    detail::require_in_range("bert", "max_positions", c.max_positions, ModelLimits::max_positions);
+    detail::require_in_range("bert", "type_vocab", c.type_vocab, ModelLimits::type_vocab);
   }
 }
 

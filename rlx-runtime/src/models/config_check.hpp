@@ -14,6 +14,14 @@ inline void require_positive(const char* model, const char* field, long long v) 
                 std::to_string(v));
 }
 
+/// Throws Error "<model> config: <field> must be in [1, <max>], got <v>" unless 1 <= \p v <= \p
+/// max.
+inline void require_in_range(const char* model, const char* field, long long v, long long max) {
+  if (v <= 0 || v > max)
+    throw Error(std::string(model) + " config: " + field + " must be in [1, " +
+                std::to_string(max) + "], got " + std::to_string(v));
+}
+
 /// Throws Error "<model> config: <field> (<v>) must be a multiple of <of> (<d>)" unless \p d
 /// divides \p v (\p d must already be known positive).
 inline void require_multiple(const char* model, const char* field, long long v, const char* of,

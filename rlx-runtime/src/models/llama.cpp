@@ -3,6 +3,8 @@
 #include "rlx/ir/builder.hpp"
 #include "rlx/runtime/models.hpp"
 
+#include <cmath>
+
 namespace rlx::runtime {
 
 using ir::Dim;
@@ -13,20 +15,23 @@ using ir::Shape;
 namespace {
 
 void check(const LlamaConfig& c) {
-  detail::require_positive("llama", "layers", c.layers);
-  detail::require_positive("llama", "hidden", c.hidden);
-  detail::require_positive("llama", "heads", c.heads);
-  detail::require_positive("llama", "kv_heads", c.kv_heads);
-  detail::require_positive("llama", "ffn", c.ffn);
+  detail::require_in_range("llama", "layers", c.layers, ModelLimits::layers);
+  detail::require_in_range("llama", "hidden", c.hidden, ModelLimits::hidden);
+  detail::require_in_range("llama", "heads", c.heads, ModelLimits::heads);
+  detail::require_in_range("llama", "kv_heads", c.kv_heads, ModelLimits::heads);
+  detail::require_in_range("llama", "ffn", c.ffn, ModelLimits::ffn);
   detail::require_multiple("llama", "hidden", c.hidden, "heads", c.heads);
   detail::require_multiple("llama", "heads", c.heads, "kv_heads", c.kv_heads);
   detail::require((c.hidden / c.heads) % 2 == 0, "llama",
                   "head_dim (hidden / heads = " + std::to_string(c.hidden / c.heads) +
                       ") must be even for RoPE");
-  detail::require(c.eps > 0, "llama", "eps must be positive");
-  detail::require(c.rope_theta > 0, "llama", "rope_theta must be positive");
+  detail::require(c.eps > 0 && std::isfinite(c.eps), "llama", "eps must be positive");
+  detail::require(c.rope_theta > 0 && std::isfinite(c.rope_theta), "llama",
+                  "rope_theta must be positive");
   if (c.embeddings || c.lm_head)
-    detail::require_positive("llama", "vocab", c.vocab);
+    detail::require_in_range("llama", "vocab", c.vocab, ModelLimits::vocab);
+  detail::require(!c.tie_word_embeddings || (c.lm_head && c.embeddings), "llama",
+                  "tie_word_embeddings needs lm_head and embeddings");
 }
 
 } // namespace
@@ -42,10 +47,11 @@ ir::Graph build_llama(const LlamaConfig& c) {
     return b.param(p + name, Shape::of(dims));
   };
 
-  NodeId x;
+  NodeId x, table;
   if (c.embeddings) {
     NodeId ids = b.input("input_ids", Shape({c.batch, c.seq}, DType::i64));
-    x = b.gather(param("embed_tokens.weight", {c.vocab, h}), ids);
+    table = param("embed_tokens.weight", {c.vocab, h});
+    x = b.gather(table, ids);
   } else {
     x = b.input("x", Shape({c.batch, c.seq, Dim(h)}, DType::f32));
   }
@@ -72,8 +78,8 @@ ir::Graph build_llama(const LlamaConfig& c) {
   NodeId norm = param("norm.weight", {h});
   if (c.lm_head) {
     x = b.op(ir::OpKind::RmsNorm, {x, norm}, ir::NormAttrs{c.eps}, "norm");
-    // HF keeps lm_head outside the "model." prefix.
-    NodeId w = b.param("lm_head.weight", Shape::of({c.vocab, h}));
+    // HF keeps lm_head outside the "model." prefix; tied, it is the embedding table.
+    NodeId w = c.tie_word_embeddings ? table : b.param("lm_head.weight", Shape::of({c.vocab, h}));
     x = b.op(ir::OpKind::Linear, {x, w}, ir::LinearAttrs{}, "y");
   } else {
     x = b.op(ir::OpKind::RmsNorm, {x, norm}, ir::NormAttrs{c.eps}, "y");

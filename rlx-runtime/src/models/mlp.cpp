@@ -7,9 +7,13 @@ namespace rlx::runtime {
 
 ir::Graph build_mlp(const MlpConfig& c) {
   detail::require(c.dims.size() >= 2, "mlp", "dims needs at least an input and an output width");
+  detail::require(c.dims.size() <= ModelLimits::mlp_layers, "mlp",
+                  "dims has " + std::to_string(c.dims.size()) + " widths, more than " +
+                      std::to_string(ModelLimits::mlp_layers));
   for (std::size_t i = 0; i < c.dims.size(); ++i)
-    detail::require(c.dims[i] > 0, "mlp",
-                    "dims[" + std::to_string(i) + "] must be positive, got " +
+    detail::require(c.dims[i] > 0 && c.dims[i] <= ModelLimits::mlp_width, "mlp",
+                    "dims[" + std::to_string(i) + "] must be in [1, " +
+                        std::to_string(ModelLimits::mlp_width) + "], got " +
                         std::to_string(c.dims[i]));
   ir::Graph g("mlp");
   ir::Builder b(g);

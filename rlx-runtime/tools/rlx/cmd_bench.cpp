@@ -98,10 +98,10 @@ Command add_bench(CLI::App& root) {
   CLI::App* app = root.add_subcommand("bench", "time a model: latency, GFLOP/s, memory, compile");
   add_model_options(*app, b->model);
   app->add_option("--runs", b->runs, "timed runs")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, CliLimits::runs))
       ->capture_default_str();
   app->add_option("--warmup", b->warmup, "untimed runs first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, CliLimits::runs))
       ->capture_default_str();
   app->add_flag("--json", b->json, "one JSON object on stdout");
   return {app, [b] { return b->run(); }};

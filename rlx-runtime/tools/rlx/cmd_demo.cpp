@@ -5,6 +5,7 @@
 #include "report.hpp"
 #include "rlx/ir/reference.hpp"
 
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -18,7 +19,7 @@ struct Demo {
   double tolerance = 1e-4;
 
   int run() {
-    ResolvedModel m = resolve_model(model);
+    ResolvedModel m = resolve_model(model, /*with_weights=*/false);
     runtime::Session session = make_session(model);
     std::cout << "rlx demo: a " << m.description << "\n"
               << "          seeded random weights (seed " << model.seed << "), "
@@ -79,9 +80,17 @@ Command add_demo(CLI::App& root) {
               "pipeline, check against the reference interpreter, print latency");
   add_model_options(*app, d->model, /*with_weights=*/false);
   app->add_option("--runs", d->runs, "timed runs after one warm-up")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, CliLimits::runs))
       ->capture_default_str();
   app->add_option("--tolerance", d->tolerance, "max abs error allowed against the reference")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            double v = 0;
+            if (!CLI::detail::lexical_cast(s, v) || !std::isfinite(v) || v < 0)
+              return "must be a finite number >= 0, got " + s;
+            return {};
+          },
+          "TOLERANCE"))
       ->capture_default_str();
   return {app, [d] { return d->run(); }};
 }

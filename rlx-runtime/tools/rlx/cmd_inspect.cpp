@@ -38,7 +38,14 @@ struct Inspect {
   bool kernels = true;
 
   int run() {
-    ResolvedModel m = resolve_model(model);
+    ResolvedModel m = resolve_model(model, /*with_weights=*/false);
+    // Open the picture's file first: an unwritable path fails before anything is printed.
+    std::ofstream picture;
+    if (!svg.empty()) {
+      picture.open(svg, std::ios::binary | std::ios::trunc);
+      if (!picture)
+        throw Error("cannot write '" + svg + "'");
+    }
     runtime::Session session = make_session(model);
     compile::CompileOptions co;
     co.bindings = m.bindings;
@@ -62,12 +69,9 @@ struct Inspect {
     }
     if (!svg.empty()) {
       const ir::Module& lir = insp.result.lir;
-      std::ofstream out(svg, std::ios::binary | std::ios::trunc);
-      if (!out)
-        throw Error("cannot write '" + svg + "'");
-      out << compile::to_svg(lir.graph(), &lir.plan());
-      out.close();
-      if (!out)
+      picture << compile::to_svg(lir.graph(), &lir.plan());
+      picture.close();
+      if (!picture)
         throw Error("write to '" + svg + "' failed");
       std::cout << "# picture of the compiled graph and its memory plan: " << svg << "\n";
     }

@@ -98,6 +98,15 @@ struct Run {
         for (std::size_t d = 0; d < type.rank(); ++d)
           if (type[d].is_symbolic())
             sizes[type[d].symbol()] = it->second.shape()[d].size();
+    if (auto it = sizes.find("seq");
+        m.max_positions > 0 && it != sizes.end() && it->second > m.max_positions)
+      throw Error("sequence length " + std::to_string(it->second) + " exceeds the model's " +
+                  std::to_string(m.max_positions) + " position embeddings");
+    if (auto it = in.find("attention_mask"); it != in.end())
+      for (std::int64_t i = 0; i < it->second.numel(); ++i)
+        if (const double v = it->second.get_f64(i); v != 0 && v != 1)
+          throw Error("--input attention_mask: values must be 0 (padding) or 1 (attend), got " +
+                      std::to_string(v) + " at element " + std::to_string(i));
     const runtime::TensorMap random = random_inputs
                                           ? runtime::random_inputs(m.graph, sizes, model.seed + 1)
                                           : runtime::TensorMap{};

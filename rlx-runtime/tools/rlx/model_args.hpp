@@ -12,15 +12,25 @@
 
 namespace rlx::cli {
 
+/// Bounds of the size flags that are not model fields (those are runtime::ModelLimits).
+struct CliLimits {
+  static constexpr std::int64_t batch = 1 << 24; ///< --batch
+  static constexpr std::int64_t seq = 1 << 24;   ///< --seq
+  static constexpr int threads = 256;            ///< --threads
+  static constexpr int runs = 1000000;           ///< --runs, --warmup
+};
+
 /// What the model options parsed to.
 struct ModelArgs {
-  std::string model = "bert"; ///< bert | llama | mlp
-  std::string graph_file;     ///< a graph JSON file instead of a built-in model
+  std::string model;      ///< bert | llama | mlp; empty = bert, or config.json's with --model-dir
+  std::string graph_file; ///< a graph JSON file instead of a built-in model
+  std::string model_dir;  ///< a HuggingFace model folder (config.json + safetensors)
   std::optional<int> layers, hidden, heads, kv_heads, ffn, vocab;
+  std::optional<double> norm_eps, rope_theta;
   std::optional<std::int64_t> batch, seq;
   std::vector<std::int64_t> dims; ///< MLP widths
-  bool embeddings = false, padding_mask = false, lm_head = false;
-  std::string weights; ///< safetensors file; empty = seeded random weights
+  bool embeddings = false, padding_mask = false, lm_head = false, tie_embeddings = false;
+  std::string weights; ///< safetensors file or index; empty = seeded random weights
   std::string weights_prefix;
   bool allow_extra_weights = false;
   std::uint64_t seed = 0;
@@ -41,13 +51,18 @@ struct ResolvedModel {
   ir::Bindings bindings;          ///< default sizes of the graph's symbols
   ir::Bindings fixed;             ///< sizes given explicitly on the command line
   runtime::LoadOptions load;      ///< how --weights maps onto the params
+  std::string weights;            ///< the checkpoint to load (--weights or --model-dir), or empty
+  std::int64_t max_positions = 0; ///< rows of a position table bounding --seq (0: no bound)
   std::vector<std::string> notes; ///< things worth telling the user (inferred config, ...)
 };
 
-/// Builds the model the options describe. With --weights on a built-in model, the config fields
-/// not given on the command line are read off the checkpoint (layers, widths, embeddings, a
-/// "bert." / "model." prefix). Throws rlx::Error with one clear line on a bad combination.
-ResolvedModel resolve_model(const ModelArgs& a);
+/// Builds the model the options describe. With --model-dir the architecture and hyper-parameters
+/// come from config.json (flags override them) and the weights from the folder. With --weights on
+/// a built-in model, the config fields not given on the command line are read off the checkpoint
+/// (layers, widths, embeddings, a "bert." / "model." prefix). Throws rlx::Error with one clear
+/// line on a bad combination.
+/// \p with_weights false (inspect, export, demo) reads only the config of --model-dir.
+ResolvedModel resolve_model(const ModelArgs& a, bool with_weights = true);
 
 /// A session on the options' device with their backend settings.
 runtime::Session make_session(const ModelArgs& a);
@@ -55,7 +70,8 @@ runtime::Session make_session(const ModelArgs& a);
 /// Compile options from the model options: --no-fuse and the explicitly given sizes.
 runtime::CompileOptions compile_options(const ModelArgs& a, const ResolvedModel& m);
 
-/// Sets the executable's params: from --weights, else seeded random values (--seed).
+/// Sets the executable's params: from --weights / --model-dir (unused checkpoint tensors are an
+/// error unless --allow-extra-weights), else seeded random values (--seed).
 void load_weights(runtime::Executable& exe, const ModelArgs& a, const ResolvedModel& m);
 
 } // namespace rlx::cli

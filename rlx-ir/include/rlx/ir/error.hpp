@@ -32,6 +32,12 @@ public:
   using Error::Error;
 };
 
+/// A buffer larger than the machine can hold was asked for (see check_allocation in size.hpp).
+class AllocationError : public Error {
+public:
+  using Error::Error;
+};
+
 /// The reference interpreter could not evaluate a graph (missing input, unbound symbol...).
 class EvalError : public Error {
 public:

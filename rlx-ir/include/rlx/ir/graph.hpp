@@ -9,6 +9,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace rlx::ir {
@@ -77,7 +78,9 @@ public:
   std::vector<NodeId> inputs() const;
   /// Param nodes in list order.
   std::vector<NodeId> params() const;
-  /// The Input (or Param with \p param) named \p name, or an invalid id.
+  /// The Input (or Param with \p param) named \p name, or an invalid id. A hash lookup (the index
+  /// is kept with the node list), so building a graph of n leaves is linear. When names repeat
+  /// (only add_unchecked allows it) the first in list order is returned.
   NodeId find_leaf(std::string_view name, bool param = false) const;
 
   /// Rewires every use of \p from (operands and outputs) to \p to. Types must match. The list may
@@ -107,6 +110,8 @@ private:
   std::vector<NodeId> outputs_;
   std::vector<std::vector<NodeId>> users_;
   std::vector<int> output_uses_;
+  /// Leaf name → first node of that name: [0] Inputs, [1] Params.
+  std::unordered_map<std::string, NodeId> leaves_[2];
 };
 
 /// Infers the output type of \p op on operand types \p inputs with attributes \p attrs (the op's

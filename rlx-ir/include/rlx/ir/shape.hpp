@@ -2,6 +2,7 @@
 #pragma once
 
 #include "rlx/ir/dtype.hpp"
+#include "rlx/ir/size.hpp"
 
 #include <cstdint>
 #include <initializer_list>
@@ -57,9 +58,10 @@ struct Shape {
   bool is_static() const;
   /// \returns the static sizes; throws ShapeError when a dim is symbolic.
   std::vector<std::int64_t> sizes() const;
-  /// \returns the number of elements; throws ShapeError when a dim is symbolic.
+  /// \returns the number of elements; throws ShapeError when a dim is symbolic or the count does
+  /// not fit in int64 (checked_product).
   std::int64_t numel() const;
-  /// \returns numel() * dtype size.
+  /// \returns numel() * dtype size; throws ShapeError when that does not fit in int64.
   std::int64_t bytes() const;
   /// \returns the same dims with element type \p t.
   Shape with_dtype(DType t) const { return Shape(dims, t); }
@@ -84,7 +86,7 @@ std::vector<Dim> broadcast_dims(const std::vector<Dim>& a, const std::vector<Dim
 /// \returns true when \p from broadcasts to \p to without changing \p to.
 bool broadcasts_to(const std::vector<Dim>& from, const std::vector<Dim>& to);
 
-/// Row-major strides of static \p sizes, in elements.
+/// Row-major strides of static \p sizes, in elements; throws ShapeError when one overflows.
 std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& sizes);
 
 } // namespace rlx::ir

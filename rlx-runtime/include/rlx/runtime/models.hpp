@@ -16,6 +16,21 @@
 
 namespace rlx::runtime {
 
+/// Upper bounds on model sizes, checked by the builders, the HF config reader and the rlx command.
+/// Each is far above any published model of its kind; a value past one is a typo or an attack
+/// (a 100001-layer graph from a 100-byte file), reported as an Error before any graph is built.
+struct ModelLimits {
+  static constexpr int layers = 1024;                ///< transformer layers
+  static constexpr int hidden = 65536;               ///< hidden size
+  static constexpr int heads = 4096;                 ///< attention (and key/value) heads
+  static constexpr int ffn = 1 << 20;                ///< feed-forward width
+  static constexpr int vocab = 1 << 24;              ///< vocabulary rows
+  static constexpr int max_positions = 1 << 24;      ///< position table rows
+  static constexpr int type_vocab = 1 << 16;         ///< token-type table rows
+  static constexpr std::int64_t mlp_width = 1 << 24; ///< one MLP layer width
+  static constexpr std::size_t mlp_layers = 1024;    ///< MLP widths (layers + 1)
+};
+
 /// A BERT encoder: post-norm layers (HF BertLayer) with optional embeddings and padding mask.
 ///
 /// Without embeddings the input is "x" [batch, seq, hidden] f32. With embeddings the inputs are
@@ -56,8 +71,11 @@ struct LlamaConfig {
   double rope_theta = 10000.0; ///< RoPE base
   bool embeddings = false;     ///< "input_ids" input and the embed_tokens table
   bool lm_head = false;        ///< project to the vocabulary ("lm_head.weight")
-  int vocab = 32000;           ///< vocabulary size (with embeddings or lm_head)
-  std::string prefix;          ///< parameter name prefix, e.g. "model."
+  /// With lm_head: project with the embed_tokens table (HF tie_word_embeddings) instead of a
+  /// separate "lm_head.weight". Needs embeddings.
+  bool tie_word_embeddings = false;
+  int vocab = 32000;  ///< vocabulary size (with embeddings or lm_head)
+  std::string prefix; ///< parameter name prefix, e.g. "model."
   ir::Dim batch = ir::Dim::sym("batch");
   ir::Dim seq = ir::Dim::sym("seq");
 };

@@ -2,9 +2,11 @@
 #pragma once
 
 #include "rlx/runtime/backend_registry.hpp"
+#include "rlx/runtime/checkpoint.hpp"
 #include "rlx/runtime/compile_cache.hpp"
 #include "rlx/runtime/device.hpp"
 #include "rlx/runtime/executable.hpp"
+#include "rlx/runtime/hf_config.hpp"
 #include "rlx/runtime/init.hpp"
 #include "rlx/runtime/models.hpp"
 #include "rlx/runtime/npy.hpp"
