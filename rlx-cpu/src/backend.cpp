@@ -48,6 +48,12 @@ std::unique_ptr<compile::Executable> CpuBackend::compile(const ir::Module& lir) 
   return std::make_unique<CpuExecutable>(lir, *this);
 }
 
+std::unique_ptr<compile::Executable>
+CpuBackend::compile_with_weights(const ir::Module& lir,
+                                 std::shared_ptr<compile::WeightRegion> weights) const {
+  return std::make_unique<CpuExecutable>(lir, *this, std::move(weights));
+}
+
 std::unique_ptr<compile::Backend> make_cpu_backend(const CpuOptions& opts) {
   return std::make_unique<CpuBackend>(opts);
 }

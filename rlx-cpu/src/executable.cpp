@@ -1,4 +1,5 @@
-// executable.cpp: CpuExecutable: compile (arena, constants, kernel list), I/O, the run loop.
+// executable.cpp: CpuExecutable: compile (arena, constants, weights bound in place, kernel list),
+// I/O, the run loop.
 #include "executable.hpp"
 
 #include "lower.hpp"
@@ -14,6 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <shared_mutex>
 #include <sstream>
 #include <string_view>
 
@@ -21,6 +24,59 @@ namespace rlx::cpu {
 namespace {
 
 constexpr std::size_t kArenaAlignment = 64;
+
+/// The kind of the region's copies of GEMM weights in oneDNN's preferred layout.
+constexpr const char* kPackedKind = "onednn-packed";
+
+struct FreeAligned {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+/// A weight packed in a oneDNN primitive's preferred layout, with the reorders both ways.
+struct PackedWeight {
+  std::unique_ptr<std::byte[], FreeAligned> buffer;
+  dnnl::memory::desc plain_md, packed_md;
+  dnnl::reorder pack, unpack;
+
+  /// Reorders \p from (laid out as \p from_md) into \p to (laid out as \p to_md).
+  static void reorder(const dnnl::reorder& r, const dnnl::memory::desc& from_md,
+                      const std::byte* from, const dnnl::memory::desc& to_md, std::byte* to) {
+    dnnl::stream stream(onednn::engine());
+    dnnl::memory src(from_md, onednn::engine(), const_cast<std::byte*>(from));
+    dnnl::memory dst(to_md, onednn::engine(), to);
+    r.execute(stream, src, dst);
+    stream.wait();
+  }
+};
+
+/// A derived weight copy packed as \p packed_md from plain bytes laid out as \p plain_md.
+std::shared_ptr<compile::WeightRegion::Derived> make_packed(const dnnl::memory::desc& plain_md,
+                                                            const dnnl::memory::desc& packed_md) {
+  auto w = std::make_shared<PackedWeight>();
+  auto bytes = static_cast<std::int64_t>(packed_md.get_size());
+  w->buffer.reset(static_cast<std::byte*>(
+      std::aligned_alloc(kArenaAlignment, static_cast<std::size_t>((bytes + 63) / 64 * 64))));
+  if (!w->buffer)
+    throw Error("rlx-cpu: cannot allocate " + std::to_string(bytes) + " bytes of packed weights");
+  w->plain_md = plain_md;
+  w->packed_md = packed_md;
+  w->pack = dnnl::reorder(
+      dnnl::reorder::primitive_desc(onednn::engine(), plain_md, onednn::engine(), packed_md));
+  w->unpack = dnnl::reorder(
+      dnnl::reorder::primitive_desc(onednn::engine(), packed_md, onednn::engine(), plain_md));
+  auto d = std::make_shared<compile::WeightRegion::Derived>();
+  PackedWeight* p = w.get();
+  d->kind = kPackedKind;
+  d->bytes = bytes;
+  d->refresh = [p](const std::byte* plain) {
+    PackedWeight::reorder(p->pack, p->plain_md, plain, p->packed_md, p->buffer.get());
+  };
+  d->restore = [p](std::byte* plain) {
+    PackedWeight::reorder(p->unpack, p->packed_md, p->buffer.get(), p->plain_md, plain);
+  };
+  d->state = std::move(w);
+  return d;
+}
 
 /// Copies \p bytes from an operand's buffer at a byte offset: a pure view whose own buffer was not
 /// aliased to its operand (a view that is also a graph output).
@@ -47,12 +103,19 @@ std::string offsets_of(const ir::Graph& g, const ir::MemoryPlan& plan, ir::NodeI
 
 } // namespace
 
-void CpuExecutable::FreeAligned::operator()(std::byte* p) const {
-  std::free(p);
+CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend,
+                             std::shared_ptr<compile::WeightRegion> weights)
+    : weights_(weights ? std::move(weights) : std::make_shared<compile::WeightRegion>()),
+      threads_(backend.threads()) {
+  try {
+    build(lir, backend);
+  } catch (...) {
+    weights_->release(this); // no destructor runs: forget what was registered so far
+    throw;
+  }
 }
 
-CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend)
-    : threads_(backend.threads()) {
+void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
   if (lir.stage() != ir::Stage::lir)
     throw Error("rlx-cpu: compile needs an LIR module (MIR + memory plan), got " +
                 std::string(ir::stage_name(lir.stage())));
@@ -69,18 +132,28 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend)
       throw Error("rlx-cpu: " + ir::describe(g, id) + " has symbolic type " + g.shape(id).str() +
                   "; bind the symbols before compiling");
 
-  // The arena, allocated once and zeroed.
-  arena_bytes_ = plan.arena_size;
+  // The arena, allocated once: zero pages committed only where touched, so the Param slots the
+  // plan reserves (Params are read from the weight region) cost no memory.
   ir::check_allocation(plan.arena_size, "rlx-cpu: the arena");
-  auto alloc =
-      static_cast<std::size_t>((std::max<std::int64_t>(plan.arena_size, 1) + 63) / 64 * 64);
-  arena_.reset(static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc)));
-  if (!arena_)
-    throw Error("rlx-cpu: cannot allocate an arena of " + std::to_string(alloc) + " bytes");
-  std::memset(arena_.get(), 0, alloc);
+  arena_ = compile::HostPages(plan.arena_size);
+  arena_bytes_ = plan.arena_size;
   for (const ir::BufferSlot& s : plan.assignments)
     if (s.storage != ir::Storage::none && (s.offset < 0 || s.offset + s.bytes > plan.arena_size))
       throw Error("rlx-cpu: a memory plan slot lies outside the arena");
+
+  // Params are bound by name to the weight region: kernels read them where they live.
+  param_addr_.assign(g.size(), nullptr);
+  plain_reads_.assign(g.size(), 0);
+  for (ir::NodeId id : g.ids()) {
+    const ir::Node& n = g.node(id);
+    if (n.op != ir::OpKind::Param)
+      continue;
+    const std::string& name = n.attr<ir::LeafAttrs>().name;
+    param_addr_[id.v] = weights_->storage(name, n.shape);
+    params_[name] = Leaf{n.shape, 0, n.shape.bytes(), false};
+    if (plan.slot(id).storage != ir::Storage::none)
+      arena_bytes_ -= plan.slot(id).bytes;
+  }
 
   pool_ = std::make_unique<tbb::task_arena>(threads_);
   stream_ = std::make_unique<dnnl::stream>(onednn::engine());
@@ -91,15 +164,16 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend)
   for (ir::NodeId id : plan.schedule) {
     const ir::Node& n = g.node(id);
     const ir::BufferSlot& slot = plan.slot(id);
-    if (n.op == ir::OpKind::Input || n.op == ir::OpKind::Param) {
-      auto& leaves = n.op == ir::OpKind::Input ? inputs_ : params_;
-      leaves[n.attr<ir::LeafAttrs>().name] = Leaf{n.shape, slot.offset, n.shape.bytes(), false};
+    if (n.op == ir::OpKind::Input) {
+      inputs_[n.attr<ir::LeafAttrs>().name] = Leaf{n.shape, slot.offset, n.shape.bytes(), false};
       continue;
     }
+    if (n.op == ir::OpKind::Param)
+      continue;
     if (n.op == ir::OpKind::Constant) {
       const ir::Tensor& v = n.attr<ir::ConstantAttrs>().value;
       if (slot.storage != ir::Storage::none && v.nbytes() > 0)
-        std::memcpy(arena_.get() + slot.offset, v.raw(), v.nbytes());
+        std::memcpy(arena_.data() + slot.offset, v.raw(), v.nbytes());
       continue;
     }
     if (slot.storage == ir::Storage::none || n.shape.numel() == 0)
@@ -113,13 +187,23 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend)
       if (slot.storage == ir::Storage::view)
         continue; // aliased by the planner: no kernel
       // A view the planner gave its own buffer (e.g. a graph output): copy the viewed bytes.
-      LowerContext c{{g, id, backend.options(), threads_}, plan, arena_.get()};
+      LowerContext c{{g, id, backend.options(), threads_},
+                     plan,
+                     arena_.data(),
+                     nullptr,
+                     &param_addr_,
+                     &plain_reads_};
       kernels_.push_back({std::make_unique<ViewCopy>(c.src(0) + compile::view_byte_offset(g, id),
                                                      c.dst(), n.shape.bytes()),
                           label + " [view-copy] " + offsets_of(g, plan, id)});
       continue;
     }
-    LowerContext c{{g, id, backend.options(), threads_}, plan, arena_.get(), this};
+    LowerContext c{{g, id, backend.options(), threads_},
+                   plan,
+                   arena_.data(),
+                   this,
+                   &param_addr_,
+                   &plain_reads_};
     const KernelImpl* impl = select_kernel(c);
     if (!impl)
       throw Error("rlx-cpu: no kernel accepts " + ir::describe(g, id) + " (" + n.shape.str() + ")");
@@ -128,74 +212,113 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend)
     uses_openblas_ = uses_openblas_ || std::string_view(impl->name) == "openblas";
   }
   building_ = nullptr;
-  for (ir::NodeId o : g.outputs())
-    outputs_.push_back({g.shape(o), plan.slot(o).offset});
+  for (ir::NodeId o : g.outputs()) {
+    // An output that is a weight (or a view of one) is read from the region.
+    const ir::BufferSlot& s = plan.slot(o);
+    const ir::NodeId root = s.storage == ir::Storage::view ? s.view_of : o;
+    const std::byte* at = arena_.data() + s.offset;
+    if (root.valid() && param_addr_[root.v]) {
+      at = param_addr_[root.v] + (s.offset - plan.slot(root).offset);
+      ++plain_reads_[root.v];
+    }
+    outputs_.push_back({g.shape(o), at});
+  }
+  // Register what this executable reads plainly; weights only read packed give their plain bytes
+  // back (the packed copy replaces them).
+  for (ir::NodeId id : g.ids())
+    if (g.node(id).op == ir::OpKind::Param && plain_reads_[id.v] > 0)
+      weights_->add_plain_reader(g.node(id).attr<ir::LeafAttrs>().name, this);
+  plain_reads_.clear();
+  weights_->drop_unread();
 }
 
 void* CpuExecutable::packed(ir::NodeId source, const std::byte* src,
                             const dnnl::memory::desc& src_md, const dnnl::memory::desc& packed_md) {
-  for (Pack& p : packs_)
-    if (p.source == source && p.dst.get_desc() == packed_md)
-      return p.buffer.get();
   const ir::Node& n = building_->node(source);
-  Pack p;
-  p.source = source;
-  auto bytes = static_cast<std::int64_t>(packed_md.get_size());
-  p.buffer.reset(static_cast<std::byte*>(
-      std::aligned_alloc(kArenaAlignment, static_cast<std::size_t>((bytes + 63) / 64 * 64))));
-  if (!p.buffer)
-    throw Error("rlx-cpu: cannot allocate " + std::to_string(bytes) + " bytes of packed weights");
-  p.src = dnnl::memory(src_md, onednn::engine(), const_cast<std::byte*>(src));
-  p.dst = dnnl::memory(packed_md, onednn::engine(), p.buffer.get());
-  p.reorder = dnnl::reorder(p.src, p.dst);
-  packed_bytes_ += bytes;
-  if (n.op == ir::OpKind::Param)
-    p.param = n.attr<ir::LeafAttrs>().name;
-  else
-    p.reorder.execute(*stream_, p.src, p.dst); // a constant: its value is in the arena already
-  packs_.push_back(std::move(p));
-  return packs_.back().buffer.get();
+  auto count = [&](const std::shared_ptr<compile::WeightRegion::Derived>& d) {
+    if (std::find(used_copies_.begin(), used_copies_.end(), d.get()) == used_copies_.end()) {
+      used_copies_.push_back(d.get());
+      packed_bytes_ += d->bytes;
+    }
+    return static_cast<PackedWeight*>(d->state.get())->buffer.get();
+  };
+  if (n.op == ir::OpKind::Param) {
+    // Read through the packed copy, not plainly (the matmul resolved its address all the same).
+    --plain_reads_[source.v];
+    const std::string& name = n.attr<ir::LeafAttrs>().name;
+    for (const auto& d : weights_->derived(name)) {
+      if (d->kind != kPackedKind)
+        continue;
+      auto* w = static_cast<PackedWeight*>(d->state.get());
+      if (w->plain_md == src_md && w->packed_md == packed_md) {
+        weights_->use_derived(name, d, this);
+        return count(d);
+      }
+    }
+    auto d = make_packed(src_md, packed_md);
+    weights_->add_derived(name, d, this);
+    return count(d);
+  }
+  for (const ConstantPack& p : constant_packs_)
+    if (p.source == source &&
+        static_cast<PackedWeight*>(p.copy->state.get())->packed_md == packed_md)
+      return count(p.copy);
+  auto d = make_packed(src_md, packed_md);
+  d->refresh(src); // a constant: its value is in the arena already
+  constant_packs_.push_back({source, d});
+  return count(d);
 }
 
-CpuExecutable::~CpuExecutable() = default;
+CpuExecutable::~CpuExecutable() {
+  weights_->release(this);
+}
 
-void CpuExecutable::upload(std::map<std::string, Leaf>& leaves, const char* what,
-                           const std::string& name, const ir::Tensor& value) {
+namespace {
+
+/// The leaf named \p name of \p leaves, or an Error listing the ones there are.
+template <class Leaves>
+auto& find_leaf(Leaves& leaves, const char* what, const char* kind, const std::string& name,
+                const ir::Shape& given) {
   auto it = leaves.find(name);
   if (it == leaves.end()) {
     std::string known;
     for (const auto& [n, l] : leaves)
       known += (known.empty() ? "" : ", ") + n;
-    throw Error(std::string(what) + ": the graph has no " +
-                (std::string(what) == "set_input" ? "input" : "param") + " named '" + name +
+    throw Error(std::string(what) + ": the graph has no " + kind + " named '" + name +
                 "' (it has: " + (known.empty() ? "none" : known) + ")");
   }
-  Leaf& leaf = it->second;
-  if (value.shape() != leaf.shape)
-    throw Error(std::string(what) + " '" + name + "': expected " + leaf.shape.str() + ", got " +
-                value.shape().str());
-  if (leaf.bytes > 0)
-    std::memcpy(arena_.get() + leaf.offset, value.raw(), static_cast<std::size_t>(leaf.bytes));
-  leaf.set = true;
-  for (Pack& p : packs_) // weights kept packed for oneDNN follow their param
-    if (!p.param.empty() && p.param == name && &leaves == &params_)
-      p.reorder.execute(*stream_, p.src, p.dst);
+  if (given != it->second.shape)
+    throw Error(std::string(what) + " '" + name + "': expected " + it->second.shape.str() +
+                ", got " + given.str());
+  return it->second;
 }
 
+} // namespace
+
 void CpuExecutable::set_input(const std::string& name, const ir::Tensor& value) {
-  upload(inputs_, "set_input", name, value);
+  auto& leaf = find_leaf(inputs_, "set_input", "input", name, value.shape());
+  if (leaf.bytes > 0)
+    std::memcpy(arena_.data() + leaf.offset, value.raw(), static_cast<std::size_t>(leaf.bytes));
+  leaf.set = true;
 }
 
 void CpuExecutable::set_param(const std::string& name, const ir::Tensor& value) {
-  upload(params_, "set_param", name, value);
+  find_leaf(params_, "set_param", "param", name, value.shape());
+  weights_->write(name, value); // every executable reading the region sees it
 }
 
 void CpuExecutable::execute() {
-  for (const auto* leaves : {&inputs_, &params_})
-    for (const auto& [name, leaf] : *leaves)
-      if (!leaf.set)
-        throw Error(std::string("execute: ") + (leaves == &inputs_ ? "input" : "param") + " '" +
-                    name + "' was never set");
+  for (const auto& [name, leaf] : inputs_)
+    if (!leaf.set)
+      throw Error("execute: input '" + name + "' was never set");
+  if (!params_ready_) { // a weight, once set, stays set
+    for (const auto& [name, leaf] : params_)
+      if (!weights_->is_set(name))
+        throw Error("execute: param '" + name + "' was never set");
+    params_ready_ = true;
+  }
+  // Weights do not change while kernels read them (WeightRegion::write waits for this lock).
+  std::shared_lock weights_in_use(weights_->use_mutex());
   // Size the libraries' pools for this executable (cheap; they are process-wide, so another
   // executable or the application may have changed them since the last run).
   if (uses_onednn_)
@@ -251,7 +374,7 @@ ir::Tensor CpuExecutable::output(std::size_t index) const {
   const Output& o = outputs_[index];
   ir::Tensor t(o.shape);
   if (t.nbytes() > 0)
-    std::memcpy(t.raw(), arena_.get() + o.offset, t.nbytes());
+    std::memcpy(t.raw(), o.at, t.nbytes());
   return t;
 }
 

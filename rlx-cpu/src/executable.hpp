@@ -1,9 +1,11 @@
-// executable.hpp (private): CpuExecutable, one arena and one flat kernel list.
+// executable.hpp (private): CpuExecutable, one activation arena and one flat kernel list over a
+// shared weight region.
 #pragma once
 
 #include "kernel.hpp"
 #include "onednn.hpp"
 #include "rlx/compile/backend.hpp"
+#include "rlx/compile/weights.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/module.hpp"
 
@@ -16,21 +18,29 @@
 
 namespace rlx::cpu {
 
-/// A compiled graph on the CPU. The arena is allocated once (64-byte aligned) at compile time;
-/// constants are copied into it then; set_input / set_param copy into their slots; execute() is a
-/// single loop over the kernel records; output() copies out. Not safe to use from two threads at
-/// once.
+/// A compiled graph on the CPU. The arena (inputs, outputs, constants, temporaries and scratch) is
+/// allocated once at compile time; Params are read in place from a WeightRegion (the runtime's,
+/// shared with every executable of the model, or one of the executable's own), through oneDNN's
+/// packed copies where a GEMM reads them. set_input copies into its slot; set_param writes the
+/// region; execute() is a single loop over the kernel records; output() copies out. One thread at
+/// a time per executable; executables sharing a region may run concurrently.
 class CpuExecutable final : public compile::Executable, private onednn::WeightPacker {
 public:
-  /// Compiles \p lir for \p backend (see CpuBackend::compile).
-  CpuExecutable(const ir::Module& lir, const CpuBackend& backend);
+  /// Compiles \p lir for \p backend (see CpuBackend::compile), reading Params from \p weights
+  /// (a region of its own when null).
+  CpuExecutable(const ir::Module& lir, const CpuBackend& backend,
+                std::shared_ptr<compile::WeightRegion> weights = nullptr);
   ~CpuExecutable() override;
 
   void set_input(const std::string& name, const ir::Tensor& value) override;
   void set_param(const std::string& name, const ir::Tensor& value) override;
   void execute() override;
   ir::Tensor output(std::size_t index) const override;
+  /// The arena less its (never touched) Param slots, plus the packed weight copies it reads
+  /// (shared copies count in every executable that reads them).
   std::int64_t device_bytes() const override { return arena_bytes_ + packed_bytes_; }
+  /// \returns true: Params are read from the region, never copied.
+  bool reads_weights_in_place() const override { return true; }
 
   /// Copies a value of the type of the Input named \p name from \p src into its slot and marks it
   /// set: how control-flow kernels feed the nested executables of their sub-graphs on every run
@@ -57,7 +67,7 @@ private:
   /// A graph output slot.
   struct Output {
     ir::Shape shape;
-    std::int64_t offset = 0;
+    const std::byte* at = nullptr; ///< in the arena, or in the region for a weight
   };
   /// One kernel and its description.
   struct Record {
@@ -65,31 +75,29 @@ private:
     std::string label;
     double ms = 0; ///< accumulated time while profiling
   };
-  struct FreeAligned {
-    void operator()(std::byte* p) const;
-  };
-
-  /// A weight copy in a oneDNN primitive's preferred layout, refreshed from its source.
-  struct Pack {
+  /// A Constant's packed copy (the executable's own; Params' copies live in the region).
+  struct ConstantPack {
     ir::NodeId source;
-    std::string param; ///< the source Param's name (empty for a Constant, packed once)
-    std::unique_ptr<std::byte[], FreeAligned> buffer;
-    dnnl::memory src, dst;
-    dnnl::reorder reorder;
+    std::shared_ptr<compile::WeightRegion::Derived> copy;
   };
 
-  void upload(std::map<std::string, Leaf>& leaves, const char* what, const std::string& name,
-              const ir::Tensor& value);
+  /// The constructor's work: arena, leaves, kernels, weight readers.
+  void build(const ir::Module& lir, const CpuBackend& backend);
   void* packed(ir::NodeId source, const std::byte* src, const dnnl::memory::desc& src_md,
                const dnnl::memory::desc& packed_md) override;
 
-  std::unique_ptr<std::byte[], FreeAligned> arena_;
+  std::shared_ptr<compile::WeightRegion> weights_;
+  compile::HostPages arena_;
   std::int64_t arena_bytes_ = 0;
   std::int64_t packed_bytes_ = 0;
-  std::vector<Pack> packs_;
-  const ir::Graph* building_ = nullptr; ///< the graph, while the constructor lowers it
+  std::vector<ConstantPack> constant_packs_;
+  std::vector<const void*> used_copies_; ///< region copies counted in packed_bytes_
+  std::vector<std::byte*> param_addr_;   ///< by node id: a Param's bytes in the region
+  std::vector<int> plain_reads_;         ///< by node id, while lowering: plain Param reads
+  const ir::Graph* building_ = nullptr;  ///< the graph, while the constructor lowers it
   std::map<std::string, Leaf> inputs_;
   std::map<std::string, Leaf> params_;
+  bool params_ready_ = false; ///< every Param was seen set (it stays set)
   std::vector<Output> outputs_;
   std::vector<Record> kernels_;
   int threads_ = 1;

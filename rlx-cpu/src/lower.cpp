@@ -10,6 +10,14 @@ std::byte* LowerContext::addr(ir::NodeId n) const {
   if (s.storage == ir::Storage::none && graph.shape(n).bytes() > 0)
     throw Error("rlx-cpu: " + ir::describe(graph, n) + " has no buffer in the memory plan but " +
                 ir::describe(graph, id) + " uses it");
+  if (weights) {
+    const ir::NodeId root = s.storage == ir::Storage::view ? s.view_of : n;
+    if (root.valid() && (*weights)[root.v]) {
+      if (plain_reads)
+        ++(*plain_reads)[root.v];
+      return (*weights)[root.v] + (s.offset - plan.slot(root).offset);
+    }
+  }
   return arena + s.offset;
 }
 

@@ -44,7 +44,13 @@ struct LowerContext : NodeView {
   std::byte* arena;
   /// Keeper of packed weight copies (the executable); null when none is available.
   onednn::WeightPacker* packer = nullptr;
-  /// The address of the buffer of node \p id (its planned slot).
+  /// By node id: where a Param's bytes live in the weight region (null for other nodes). Null
+  /// when Params live in their arena slots.
+  const std::vector<std::byte*>* weights = nullptr;
+  /// By node id: counts the reads of each Param's plain bytes made through addr() (may be null).
+  std::vector<int>* plain_reads = nullptr;
+  /// The address of the buffer of node \p id: its planned slot, or for a Param (or a view of one)
+  /// its bytes in the weight region.
   std::byte* addr(ir::NodeId id) const;
   /// The address of operand \p i.
   std::byte* src(std::size_t i) const { return addr(node().inputs.at(i)); }

@@ -2,6 +2,7 @@
 // constants, I/O type checks, clear errors, and no allocation per run.
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/compile/pipeline.hpp"
+#include "rlx/compile/weights.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <new>
+#include <thread>
 
 // Counts operator new calls while g_counting is set (the no-allocation-per-run test).
 namespace {
@@ -120,8 +122,120 @@ TEST(CpuExecutable, PackedWeightsFollowTheirParam) {
     // stale packed copy of w would be off by O(1) relative.
     EXPECT_LE(ir::max_abs_diff(exe->output(0), want[0]), 1e-5 * peak) << "scale " << scale;
   }
+  // The packed copies are counted; the Param slot of the plan is not (w is read from the region).
+  const std::int64_t packs = (96 * 64 + 96 * 32) * 4;
   auto lir = compile::CompilePipeline(backend).run(g).lir;
-  EXPECT_GT(exe->device_bytes(), lir.plan().arena_size); // the packed copies
+  EXPECT_GE(exe->device_bytes(), packs);
+  EXPECT_LE(exe->device_bytes(), lir.plan().arena_size - 96 * 64 * 4 + packs + 4096);
+}
+
+/// x·wᵀ + b and a LayerNorm over it with gain g, compiled for \p rows rows of x.
+ir::Graph weights_graph(std::int64_t rows) {
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({rows, 64}));
+  auto w = b.param("w", Shape::of({96, 64}));
+  auto bias = b.param("b", Shape::of({96}));
+  auto gain = b.param("g", Shape::of({96}));
+  auto y = b.add(b.matmul(x, w, false, true), bias);
+  b.output(b.layer_norm(y, gain, bias, 1e-5));
+  return g;
+}
+
+std::unique_ptr<compile::Executable> compile_bound(const ir::Graph& g,
+                                                   const cpu::CpuBackend& backend,
+                                                   std::shared_ptr<compile::WeightRegion> weights) {
+  compile::CompileOptions o;
+  o.fold_constants = false;
+  o.fuse = false;
+  return backend.compile_with_weights(compile::CompilePipeline(backend, o).run(g).lir,
+                                      std::move(weights));
+}
+
+/// max |exe(x) - reference(x)| relative to the largest reference value.
+double relative_error(compile::Executable& exe, const ir::Graph& g, const Tensor& x,
+                      const ir::reference::TensorMap& params) {
+  exe.set_input("x", x);
+  exe.execute();
+  auto want = ir::reference::evaluate(g, {{"x", x}}, params);
+  double peak = 0;
+  for (std::int64_t i = 0; i < want[0].numel(); ++i)
+    peak = std::max(peak, std::fabs(want[0].get_f64(i)));
+  return ir::max_abs_diff(exe.output(0), want[0]) / peak;
+}
+
+TEST(CpuExecutable, WeightsAreSharedAndPackedCopiesReplaceThePlainOnes) {
+  // Two executables of different shapes read one region: the GEMM weight w is held once, packed
+  // (its plain bytes are given back), and the norm's gain and the bias stay plain.
+  cpu::CpuBackend backend;
+  auto weights = std::make_shared<compile::WeightRegion>();
+  ir::Graph g8 = weights_graph(8), g16 = weights_graph(16);
+  auto e8 = compile_bound(g8, backend, weights);
+  auto e16 = compile_bound(g16, backend, weights);
+  EXPECT_FALSE(weights->plain_held("w"));
+  EXPECT_TRUE(weights->plain_held("b"));
+  EXPECT_TRUE(weights->plain_held("g"));
+  EXPECT_EQ(weights->derived("w").size(), 1u); // one packed copy for both shapes
+  EXPECT_EQ(weights->plain_bytes(), 2 * 96 * 4);
+  ir::reference::TensorMap params{
+      {"w", iota({96, 64}, 0.02)}, {"b", iota({96}, 0.1)}, {"g", iota({96}, 0.05)}};
+  for (const auto& [name, value] : params)
+    e8->set_param(name, value); // through one executable, seen by both
+  EXPECT_FALSE(weights->plain_held("w"));
+  EXPECT_LE(relative_error(*e8, g8, iota({8, 64}), params), 1e-5);
+  EXPECT_LE(relative_error(*e16, g16, iota({16, 64}, 0.3), params), 1e-5);
+  // A new weight value reaches both (a stale packed copy would be off by O(1)).
+  params["w"] = iota({96, 64}, -0.03);
+  weights->write("w", params["w"]);
+  EXPECT_LE(relative_error(*e8, g8, iota({8, 64}), params), 1e-5);
+  EXPECT_LE(relative_error(*e16, g16, iota({16, 64}, 0.3), params), 1e-5);
+  // An executable that reads w plainly (OpenBLAS) gets its plain bytes restored from the copy.
+  cpu::CpuBackend blas(cpu::CpuOptions{cpu::GemmProvider::openblas, 1});
+  auto eb = compile_bound(g8, blas, weights);
+  EXPECT_TRUE(weights->plain_held("w"));
+  EXPECT_LE(relative_error(*eb, g8, iota({8, 64}), params), 1e-5);
+  // Once it is gone, nothing reads w plainly: the next compile gives the bytes back again.
+  eb.reset();
+  auto again = compile_bound(g8, backend, weights);
+  EXPECT_FALSE(weights->plain_held("w"));
+  EXPECT_LE(relative_error(*again, g8, iota({8, 64}), params), 1e-5);
+}
+
+TEST(CpuExecutable, ExecutablesOfOneRegionRunConcurrently) {
+  // Each executable has its own arena; the weights are shared. Four threads, two shapes, the
+  // serial results bit for bit.
+  cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::onednn, 1});
+  auto weights = std::make_shared<compile::WeightRegion>();
+  std::vector<ir::Graph> graphs{weights_graph(8), weights_graph(16)};
+  weights->write("w", iota({96, 64}, 0.02));
+  weights->write("b", iota({96}, 0.1));
+  weights->write("g", iota({96}, 0.05));
+  std::vector<Tensor> xs{iota({8, 64}), iota({16, 64}, 0.3)}, serial;
+  std::vector<ir::Module> lirs;
+  for (const ir::Graph& g : graphs)
+    lirs.push_back(compile::CompilePipeline(backend).run(g).lir);
+  for (int s = 0; s < 2; ++s) {
+    auto e = backend.compile_with_weights(lirs[static_cast<std::size_t>(s)], weights);
+    e->set_input("x", xs[static_cast<std::size_t>(s)]);
+    e->execute();
+    serial.push_back(e->output(0));
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      auto s = static_cast<std::size_t>(t % 2);
+      auto e = backend.compile_with_weights(lirs[s], weights); // concurrently with the others
+      e->set_input("x", xs[s]);
+      for (int i = 0; i < 100; ++i) {
+        e->execute();
+        if (!e->output(0).identical(serial[s]))
+          ++mismatches;
+      }
+    });
+  for (auto& th : threads)
+    th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(CpuExecutable, ViewsGetNoKernel) {

@@ -83,6 +83,11 @@ Executable Session::compile(const ir::Graph& g, const CompileOptions& opts) cons
   st->output_names = output_names_of(g);
   st->input_types = leaf_types(g, g.inputs());
   st->param_types = leaf_types(g, g.params());
+  st->weights = opts.weights ? opts.weights : std::make_shared<compile::WeightRegion>();
+  for (const auto& [name, type] : st->param_types)
+    if (st->weights->contains(name) && type.is_static() && st->weights->shape(name) != type)
+      throw Error("Session::compile: param '" + name + "' is " + type.str() +
+                  " but the shared weights hold it as " + st->weights->shape(name).str());
   for (const auto& [sym, size] : opts.bindings) {
     if (std::find(st->symbols.begin(), st->symbols.end(), sym) == st->symbols.end())
       throw Error("Session::compile: bindings name symbol '" + sym + "', which graph '" + g.name() +

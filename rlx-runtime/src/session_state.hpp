@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,11 +20,14 @@ struct SessionState {
   std::string device_key; ///< device, backend name and backend config, for cache keys
 };
 
-/// One compiled variant: how it was made and the backend executable holding its device memory.
+/// One compiled variant: how it was made and its backend executables, one per run in flight
+/// (each with its own activation arena; all read the Executable's weight region).
 struct Variant {
   VariantInfo info;
-  std::unique_ptr<compile::Executable> exe;
+  std::vector<std::unique_ptr<compile::Executable>> instances; ///< every one made so far
+  std::vector<compile::Executable*> idle;                      ///< those not running now
   std::vector<std::string> lir_inputs; ///< graph input names the compiled graph still reads
+  std::vector<std::string> lir_params; ///< param names the compiled graph still reads
 };
 
 /// What an Executable owns.
@@ -37,7 +41,8 @@ struct ExecutableState {
   std::vector<std::string> output_names;
   std::vector<std::pair<std::string, ir::Shape>> input_types;
   std::vector<std::pair<std::string, ir::Shape>> param_types;
-  TensorMap params; ///< host values set so far (sharing the callers' buffers)
+  std::shared_ptr<compile::WeightRegion> weights; ///< the weights, bound by name
+  mutable std::mutex mutex;                       ///< guards variants and their instance lists
   std::map<ir::Bindings, std::unique_ptr<Variant>> variants;
 };
 

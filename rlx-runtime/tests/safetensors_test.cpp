@@ -202,6 +202,49 @@ TEST(Safetensors, WriterRejectsWhatItCannotEncode) {
 
 // Random byte flips, truncations and header edits: every outcome is a parse or a clean IoError,
 // and whatever parses re-encodes and parses back to the same tensors.
+TEST(Safetensors, MapSeesAlignedTensorsInPlaceAndLeavesMisalignedOnesToRead) {
+  // "a" (3 bytes) comes first, so "b" (f32) starts at an odd offset; "c" (u8) is always aligned.
+  TensorMap m;
+  m["a"] = Tensor::from<std::uint8_t>({3}, {1, 2, 3});
+  m["b"] = Tensor::from<float>({2}, {1.5f, -2.f});
+  m["c"] = Tensor::from<std::uint8_t>({2}, {9, 8});
+  m["d"] = Tensor::from<bool>({3}, {true, false, true});
+  m["e"] = Tensor(ir::Shape::of({0, 4}));
+  const auto path = temp_path("mapped.safetensors");
+  write_safetensors(path, m);
+  SafetensorsReader r(path);
+  EXPECT_FALSE(r.map("b").has_value());
+  EXPECT_TRUE(r.read("b").identical(m["b"]));
+  for (const char* name : {"a", "c", "d", "e"}) {
+    auto v = r.map(name);
+    ASSERT_TRUE(v.has_value()) << name;
+    EXPECT_EQ(v->shape, m[name].shape());
+    if (m[name].nbytes()) {
+      EXPECT_EQ(std::memcmp(v->data, m[name].raw(), m[name].nbytes()), 0) << name;
+    }
+    EXPECT_TRUE(v->mapping) << name;
+  }
+  EXPECT_THROW((void)r.map("nope"), IoError);
+  std::filesystem::remove(path);
+}
+
+TEST(Safetensors, MapRejectsBadBoolBytes) {
+  auto bytes = image(R"({"flags":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", 2);
+  bytes.back() = std::byte{2};
+  const auto path = temp_path("badbool.safetensors");
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+  SafetensorsReader r(path);
+  try {
+    (void)r.map("flags");
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds byte 2"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(Safetensors, MutationFuzz) {
   const auto seed = ::testing::UnitTest::GetInstance()->random_seed();
   std::mt19937 rng(static_cast<unsigned>(seed));

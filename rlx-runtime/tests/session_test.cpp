@@ -299,6 +299,66 @@ TEST(Session, LoadParamsFromSafetensors) {
   std::filesystem::remove(path);
 }
 
+TEST(Session, LoadParamsMapsTheFileAndNeverWritesIt) {
+  Session s;
+  ir::Graph g = tiny_bert();
+  const TensorMap params = init_params(g, 9);
+  const auto path = std::filesystem::temp_directory_path() / "rlx_session_mapped.safetensors";
+  write_safetensors(path, params);
+  const SafetensorsFile original = read_safetensors(path);
+  Executable exe = s.compile(g);
+  exe.load_params(path); // before any variant exists: every weight is read in place
+  for (const auto& [name, type] : exe.params())
+    EXPECT_TRUE(exe.weights()->mapped(name)) << name;
+  auto in = random_inputs(g, {{"batch", 2}, {"seq", 3}}, 1);
+  EXPECT_LT(parity(exe, in, params), 1e-4);
+  // New values go to private copies of the pages (and the packed copies): the file is unchanged.
+  const TensorMap other = init_params(g, 10);
+  exe.set_params(other);
+  EXPECT_LT(parity(exe, in, other), 1e-4);
+  const SafetensorsFile after = read_safetensors(path);
+  for (const auto& [name, t] : original.tensors)
+    EXPECT_TRUE(after.tensors.at(name).identical(t)) << name;
+  // Loading again with a variant compiled copies into the storage kernels already read.
+  exe.load_params(path);
+  EXPECT_LT(parity(exe, in, params), 1e-4);
+  // Rewriting the file replaces it: the mapping keeps the old one.
+  write_safetensors(path, other);
+  EXPECT_LT(parity(exe, in, params), 1e-4);
+  std::filesystem::remove(path);
+  EXPECT_LT(parity(exe, random_inputs(g, {{"batch", 1}, {"seq", 5}}, 2), params), 1e-4);
+}
+
+TEST(Session, ExecutablesShareWeightsThroughTheirRegion) {
+  Session s;
+  ir::Graph g = tiny_bert();
+  TensorMap params = init_params(g, 3);
+  Executable a = s.compile(g);
+  a.set_params(params);
+  CompileOptions shared;
+  shared.weights = a.weights();
+  Executable b = s.compile(g, shared);
+  EXPECT_TRUE(b.missing_params().empty());
+  auto in = random_inputs(g, {{"batch", 1}, {"seq", 4}}, 5);
+  EXPECT_LT(parity(b, in, params), 1e-4);
+  EXPECT_LT(parity(a, in, params), 1e-4);
+  const std::int64_t held = a.weights()->plain_bytes() + a.weights()->derived_bytes();
+  // A second variant and a second executable add no weight memory.
+  EXPECT_LT(parity(b, random_inputs(g, {{"batch", 2}, {"seq", 6}}, 6), params), 1e-4);
+  EXPECT_EQ(a.weights()->plain_bytes() + a.weights()->derived_bytes(), held);
+  params = init_params(g, 4); // set through one, seen by the other
+  b.set_params(params);
+  EXPECT_LT(parity(a, in, params), 1e-4);
+  // A graph whose param of the same name has another type cannot bind to them.
+  BertConfig wide;
+  wide.layers = 2;
+  wide.hidden = 32;
+  wide.heads = 2;
+  wide.ffn = 32;
+  std::string msg = error_of([&] { (void)s.compile(build_bert(wide), shared); });
+  EXPECT_NE(msg.find("the shared weights hold it as"), std::string::npos) << msg;
+}
+
 TEST(Session, ExecutablesOutliveTheirSession) {
   std::optional<Executable> exe;
   {

@@ -1,6 +1,8 @@
 // byte_io.cpp: file reading / writing helpers and checked size arithmetic.
 #include "byte_io.hpp"
 
+#include <unistd.h>
+
 #include <limits>
 
 namespace rlx::runtime::detail {
@@ -39,14 +41,30 @@ std::vector<std::byte> InputFile::read_all() {
 }
 
 void write_file(const std::filesystem::path& path, std::span<const std::byte> bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw IoError("cannot write '" + path.string() + "': cannot open for writing");
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out)
-    throw IoError("cannot write '" + path.string() + "': write failed");
+  // Written beside the target, then renamed over it: a reader that memory-mapped the old file
+  // (SafetensorsReader::map) keeps its pages, where truncating the file in place would fault.
+  std::filesystem::path tmp = path;
+  tmp += ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw IoError("cannot write '" + path.string() + "': cannot open for writing");
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw IoError("cannot write '" + path.string() + "': write failed");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw IoError("cannot write '" + path.string() + "': " + ec.message());
+  }
 }
 
 std::optional<std::int64_t> checked_numel(std::span<const std::int64_t> dims,

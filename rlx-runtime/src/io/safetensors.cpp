@@ -3,7 +3,12 @@
 
 #include "byte_io.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -187,14 +192,44 @@ std::string safetensors_dtype_name(DType t) {
   throw IoError("safetensors: no dtype name for " + std::string(ir::dtype_name(t)));
 }
 
+/// A whole file mapped private and read-only; unmapped when the last view goes.
+struct FileMapping {
+  void* base = MAP_FAILED;
+  std::size_t size = 0;
+  ~FileMapping() {
+    if (base != MAP_FAILED)
+      ::munmap(base, size);
+  }
+};
+
+std::shared_ptr<const FileMapping> map_file(const std::string& path, std::int64_t size,
+                                            const std::string& what) {
+  auto m = std::make_shared<FileMapping>();
+  if (size <= 0)
+    return m;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw IoError(what + ": cannot open for mapping: " + std::strerror(errno));
+  m->size = static_cast<std::size_t>(size);
+  m->base = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (m->base == MAP_FAILED)
+    throw IoError(what + ": cannot map the file: " + std::strerror(err));
+  return m;
+}
+
 struct SafetensorsReader::Impl {
   detail::InputFile file;
   std::string what;
+  std::string path;
+  std::shared_ptr<const FileMapping> mapping; ///< made by the first map()
   std::int64_t data_start = 0;
   std::vector<SafetensorsEntry> entries;
   std::map<std::string, std::string> metadata;
 
-  explicit Impl(const std::filesystem::path& path) : file(path), what("'" + file.name() + "'") {
+  explicit Impl(const std::filesystem::path& p)
+      : file(p), what("'" + file.name() + "'"), path(p.string()) {
     std::byte len[8] = {};
     if (file.size() >= 8)
       file.read(0, len, 8);
@@ -239,6 +274,29 @@ ir::Tensor SafetensorsReader::read(const std::string& name) {
   impl_->file.read(impl_->data_start + e->begin, t.raw(), e->end - e->begin);
   if (t.dtype() == DType::boolean)
     detail::check_bool_bytes(t, impl_->what + ": tensor '" + name + "'");
+  return t;
+}
+
+std::optional<MappedTensor> SafetensorsReader::map(const std::string& name) {
+  const SafetensorsEntry* e = find(name);
+  if (!e)
+    throw IoError(impl_->what + " has no tensor '" + name + "'");
+  const std::int64_t at = impl_->data_start + e->begin;
+  if (at % static_cast<std::int64_t>(ir::dtype_size(e->shape.dtype)) != 0)
+    return std::nullopt; // misaligned for its dtype: read() copies it
+  if (!impl_->mapping)
+    impl_->mapping = map_file(impl_->path, impl_->file.size(), impl_->what);
+  MappedTensor t;
+  t.shape = e->shape;
+  t.mapping = impl_->mapping;
+  if (e->end > e->begin)
+    t.data = static_cast<const std::byte*>(impl_->mapping->base) + at;
+  if (t.shape.dtype == DType::boolean)
+    for (std::int64_t i = 0; i < e->end - e->begin; ++i)
+      if (static_cast<unsigned char>(t.data[i]) > 1)
+        throw IoError(impl_->what + ": tensor '" + name + "': bool element " + std::to_string(i) +
+                      " holds byte " + std::to_string(static_cast<unsigned char>(t.data[i])) +
+                      " (expected 0 or 1)");
   return t;
 }
 

@@ -7,6 +7,7 @@
 // upload / download as copies; a device backend (OpenCL) as buffer writes / reads on its queue.
 #pragma once
 
+#include "rlx/compile/weights.hpp"
 #include "rlx/fusion/pass.hpp"
 #include "rlx/ir/claims.hpp"
 #include "rlx/ir/graph.hpp"
@@ -35,6 +36,9 @@ public:
   virtual ir::Tensor output(std::size_t index) const = 0;
   /// Bytes of device memory held (the arena plus any packed weights).
   virtual std::int64_t device_bytes() const = 0;
+  /// Whether kernels read Params in place from the WeightRegion the executable was compiled
+  /// with (so a write to the region reaches them); false when set_param must upload a copy.
+  virtual bool reads_weights_in_place() const { return false; }
 };
 
 /// A backend: a claim set and a compiler from LIR to an Executable.
@@ -59,6 +63,20 @@ public:
   }
   /// Compiles an LIR module; throws Error on an op it cannot run.
   virtual std::unique_ptr<Executable> compile(const ir::Module& lir) const = 0;
+  /// Compiles an LIR module whose Params are bound by name to \p weights, shared with every
+  /// other executable compiled against them. A host backend reads them in place (see
+  /// Executable::reads_weights_in_place); this default, for backends with memory of their own,
+  /// compiles and uploads a copy of every weight already set.
+  virtual std::unique_ptr<Executable>
+  compile_with_weights(const ir::Module& lir, std::shared_ptr<WeightRegion> weights) const {
+    auto exe = compile(lir);
+    for (ir::NodeId id : lir.graph().params()) {
+      const std::string& name = lir.graph().node(id).attr<ir::LeafAttrs>().name;
+      if (weights->is_set(name))
+        exe->set_param(name, weights->read(name));
+    }
+    return exe;
+  }
 };
 
 } // namespace rlx::compile

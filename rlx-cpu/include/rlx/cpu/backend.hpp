@@ -45,6 +45,13 @@ public:
   /// scratch_bytes()). Throws Error naming the node when an op is not claimed or a plan slot is
   /// missing.
   std::unique_ptr<compile::Executable> compile(const ir::Module& lir) const override;
+  /// Compiles like compile(), with Params read in place from \p weights: kernels point at the
+  /// region's bytes, oneDNN GEMMs at packed copies shared through the region, and a weight only
+  /// read packed gives its plain bytes back. Executables compiled against one region share its
+  /// weights and may run concurrently (each has its own arena).
+  std::unique_ptr<compile::Executable>
+  compile_with_weights(const ir::Module& lir,
+                       std::shared_ptr<compile::WeightRegion> weights) const override;
 
   /// The options the backend was created with.
   const CpuOptions& options() const { return opts_; }

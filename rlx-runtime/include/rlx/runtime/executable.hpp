@@ -2,6 +2,7 @@
 #pragma once
 
 #include "rlx/compile/pipeline.hpp"
+#include "rlx/compile/weights.hpp"
 #include "rlx/ir/graph.hpp"
 #include "rlx/ir/tensor.hpp"
 #include "rlx/runtime/compile_cache.hpp"
@@ -39,9 +40,11 @@ struct LoadOptions {
 struct VariantInfo {
   ir::Bindings bindings;                         ///< the variant's symbol sizes
   std::shared_ptr<const CompiledGraph> compiled; ///< the pipeline's result (shared via the cache)
-  bool cache_hit = false;        ///< whether the pipeline result came from the compile cache
-  double backend_ms = 0;         ///< wall time of the backend compile (kernels, arena)
-  std::int64_t device_bytes = 0; ///< device memory the variant holds
+  bool cache_hit = false; ///< whether the pipeline result came from the compile cache
+  double backend_ms = 0;  ///< wall time of the backend compile (kernels, arena)
+  /// Device memory of the variant's first backend executable: its arena less the Param slots,
+  /// plus the packed weight copies it reads (shared with other variants).
+  std::int64_t device_bytes = 0;
   /// The backend's executable (for backend-specific inspection such as
   /// rlx::cpu::kernel_listing); owned by the Executable, valid while it lives.
   const compile::Executable* executable = nullptr;
@@ -50,10 +53,16 @@ struct VariantInfo {
 /// A compiled graph on one device, with its weights. Made by Session::compile.
 ///
 /// A graph with symbolic dims (batch, seq) compiles once per binding: run() binds the symbols from
-/// its inputs' shapes, compiles that variant on first use (looking the pipeline up in the
-/// session's compile cache) and uploads every parameter set so far into it. Weights are kept on
-/// the host (sharing the caller's buffers) so that new variants receive them. Not thread-safe: use
-/// one Executable per thread (they may share a Session and its cache).
+/// its inputs' shapes and compiles that variant on first use (looking the pipeline up in the
+/// session's compile cache). Weights are held once, in a compile::WeightRegion bound by name
+/// (weights()): every variant reads them in place (a host backend) or receives a copy (a device
+/// with memory of its own), and load_params maps safetensors files instead of copying them.
+///
+/// run() may be called from several threads at once: each run takes a backend executable of its
+/// variant that no other run is using (its own activation arena; the weights are shared) and
+/// makes one more when all are busy, so the pool grows to the number of concurrent runs and is
+/// reused after. set_param / load_params wait for running kernels; the other members are safe
+/// to call from any thread but are meant for setup.
 class Executable {
 public:
   Executable(Executable&&) noexcept;
@@ -81,6 +90,9 @@ public:
   void load_params(const std::filesystem::path& path, const LoadOptions& opts = {});
   /// Names of Params not set yet.
   std::vector<std::string> missing_params() const;
+  /// The weight region the Params are bound to (pass it as CompileOptions::weights to share the
+  /// weights with another Executable of the same model).
+  std::shared_ptr<compile::WeightRegion> weights() const;
 
   /// Runs the graph on \p inputs (every Input by name, with matching dtype and rank; symbolic dims
   /// take the inputs' sizes). \returns the outputs by output_names(). Throws Error naming the
@@ -94,6 +106,9 @@ public:
   std::vector<const VariantInfo*> variants() const;
   /// The variant a run with these bindings would use, or null when not compiled yet.
   const VariantInfo* variant(const ir::Bindings& bindings) const;
+  /// Backend executables made so far over every variant (one per run that was in flight at
+  /// once, per variant); each holds an activation arena, none a copy of the weights.
+  std::size_t contexts() const;
 
 private:
   friend class Session;

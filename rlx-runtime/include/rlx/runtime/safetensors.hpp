@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,8 +45,15 @@ struct SafetensorsEntry {
   std::int64_t end;   ///< one past the last byte
 };
 
+/// A tensor's bytes seen in place in a memory-mapped safetensors file.
+struct MappedTensor {
+  ir::Shape shape;                     ///< static dims and the element type
+  const std::byte* data = nullptr;     ///< shape.bytes() bytes, aligned for the dtype
+  std::shared_ptr<const void> mapping; ///< keeps the file mapped while the view is used
+};
+
 /// An open safetensors file whose header has been read and validated: list its tensors, then read
-/// only the ones you need.
+/// only the ones you need, copied (read) or seen in place in the mapped file (map).
 class SafetensorsReader {
 public:
   /// Opens \p path and validates its header; throws IoError naming the file and the problem.
@@ -62,6 +70,12 @@ public:
   const std::map<std::string, std::string>& metadata() const;
   /// Reads the tensor named \p name; throws IoError when there is none or the file is short.
   ir::Tensor read(const std::string& name);
+  /// The tensor named \p name seen in place: the file is memory-mapped once (private, read-only)
+  /// and the view shares the mapping. \returns nullopt when the tensor's data is not aligned
+  /// for its dtype (read() copies it then). Throws IoError when there is no such tensor, the file
+  /// cannot be mapped, or a bool tensor holds a byte other than 0 or 1. The file must not be
+  /// truncated while a view is used.
+  std::optional<MappedTensor> map(const std::string& name);
   /// The file's path as given.
   const std::string& path() const;
 

@@ -22,6 +22,10 @@ struct CompileOptions {
   /// graph, Session::compile compiles that variant at once (so errors show there); inputs of
   /// other sizes are then an error.
   ir::Bindings bindings;
+  /// The weight region to bind Params to by name, shared with the Executables already using it
+  /// (e.g. `other.weights()`: a second graph of the same model shares its weights and their
+  /// packed copies). Null gives the Executable a region of its own. Not part of the cache key.
+  std::shared_ptr<compile::WeightRegion> weights;
 };
 
 /// Options of a Session.
