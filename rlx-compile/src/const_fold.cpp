@@ -10,11 +10,16 @@
 //    (4096 by default) or no more elements than its constant operands together. Folding a
 //    transpose of a constant weight is free, but folding expand(scalar) into a [128, 768] tensor
 //    would trade one cheap kernel for 384 KiB of constant data in every executable.
-//  - Not folded: Custom ops (user code, possibly with effects), nodes whose type is symbolic (the
+//  - Tuple-typed nodes (several results) fold part by part: each Get of a part small enough by the
+//    rule above becomes a Constant; the tuple node goes when no Get reads it any more.
+//  - Not folded: nodes with effects (ir::has_effects; a pure Custom op folds through its
+//    registered reference kernel), nodes whose type is symbolic (the
 //    value's size is unknown until binding), and nodes the interpreter refuses (an integer
 //    division by zero, an out-of-range gather): they stay in the graph so the error surfaces
 //    where the graph runs, not as a compile failure of a branch that may never execute.
+#include "const_fold_tuple.hpp"
 #include "rlx/compile/passes.hpp"
+#include "rlx/ir/effects.hpp"
 
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
@@ -29,7 +34,7 @@ bool ConstFoldPass::run(ir::Graph& g, fusion::PassContext& ctx) {
   for (std::uint32_t i = 0; i < n; ++i) {
     const ir::NodeId id(i);
     const ir::Node& node = g.node(id);
-    if (ir::is_leaf(node.op) || node.op == ir::OpKind::Custom || !node.shape.is_static() ||
+    if (ir::is_leaf(node.op) || ir::has_effects(node) || !node.shape.is_static() ||
         g.use_count(id) == 0)
       continue;
     args.clear();
@@ -46,6 +51,10 @@ bool ConstFoldPass::run(ir::Graph& g, fusion::PassContext& ctx) {
     }
     if (!all_constant)
       continue;
+    if (node.shape.is_tuple()) {
+      changed |= detail::fold_tuple(g, id, args, operand_elements, ctx.options.fold_max_elements);
+      continue;
+    }
     const std::int64_t elements = node.shape.numel();
     if (elements > ctx.options.fold_max_elements && elements > operand_elements)
       continue;

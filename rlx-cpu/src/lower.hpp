@@ -109,5 +109,7 @@ std::span<const KernelImpl> conv2d_impls();
 std::span<const KernelImpl> pool2d_impls();
 std::span<const KernelImpl> quant_impls();
 std::span<const KernelImpl> custom_impls();
+std::span<const KernelImpl> split_impls(); // tuple.cpp
+std::span<const KernelImpl> get_impls();   // tuple.cpp
 
 } // namespace rlx::cpu

@@ -20,6 +20,11 @@ enum OpFlags : std::uint32_t {
   kLeaf = 1u << 3,           ///< no inputs; Input / Param / Constant
   kHir = 1u << 4,            ///< HIR block op, lowered before MIR
   kSubgraphs = 1u << 5,      ///< carries sub-graph attributes
+  /// May have effects the IR cannot see (writes outside the graph, randomness): which nodes do is
+  /// decided per node by has_effects() in effects.hpp (a Custom node asks its CustomOpDef; an op
+  /// with this flag and no per-node rule always has effects). CSE never merges, constant folding
+  /// never folds and DCE / compact() never remove a node with effects.
+  kMayHaveEffects = 1u << 6,
 };
 
 /// One enumerator per row of ops.def.
