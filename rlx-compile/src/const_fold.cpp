@@ -17,11 +17,16 @@
 //    weight would hold it at 4x its bytes.
 //  - Never folded: Dequantize. Its constant i8 operand is a quantised weight that a backend's
 //    int8 path reads; folding would silently turn it back into the f32 weight.
-//  - Not folded: Custom ops (user code, possibly with effects), nodes whose type is symbolic (the
+//  - Tuple-typed nodes (several results) fold part by part: each Get of a part small enough by the
+//    rule above becomes a Constant; the tuple node goes when no Get reads it any more.
+//  - Not folded: nodes with effects (ir::has_effects; a pure Custom op folds through its
+//    registered reference kernel), nodes whose type is symbolic (the
 //    value's size is unknown until binding), and nodes the interpreter refuses (an integer
 //    division by zero, an out-of-range gather): they stay in the graph so the error surfaces
 //    where the graph runs, not as a compile failure of a branch that may never execute.
+#include "const_fold_tuple.hpp"
 #include "rlx/compile/passes.hpp"
+#include "rlx/ir/effects.hpp"
 
 #include "work_estimate.hpp"
 
@@ -38,11 +43,12 @@ bool ConstFoldPass::run(ir::Graph& g, fusion::PassContext& ctx) {
   for (std::uint32_t i = 0; i < n; ++i) {
     const ir::NodeId id(i);
     const ir::Node& node = g.node(id);
-    if (ir::is_leaf(node.op) || node.op == ir::OpKind::Custom ||
-        node.op == ir::OpKind::Dequantize || !node.shape.is_static() || g.use_count(id) == 0)
+    if (ir::is_leaf(node.op) || ir::has_effects(node) || node.op == ir::OpKind::Dequantize ||
+        !node.shape.is_static() || g.use_count(id) == 0)
       continue;
     args.clear();
     std::int64_t operand_bytes = 0;
+    std::int64_t operand_elements = 0;
     bool all_constant = true;
     for (ir::NodeId in : node.inputs) {
       const ir::Node& src = g.node(in);
@@ -52,12 +58,17 @@ bool ConstFoldPass::run(ir::Graph& g, fusion::PassContext& ctx) {
       }
       args.push_back(src.attr<ir::ConstantAttrs>().value);
       operand_bytes += static_cast<std::int64_t>(args.back().nbytes());
+      operand_elements += args.back().numel();
     }
     if (!all_constant)
       continue;
-    if (node.shape.numel() > ctx.options.fold_max_elements && node.shape.bytes() > operand_bytes)
-      continue;
     if (detail::node_work(g, id) > static_cast<double>(ctx.options.fold_max_work))
+      continue;
+    if (node.shape.is_tuple()) {
+      changed |= detail::fold_tuple(g, id, args, operand_elements, ctx.options.fold_max_elements);
+      continue;
+    }
+    if (node.shape.numel() > ctx.options.fold_max_elements && node.shape.bytes() > operand_bytes)
       continue;
     ir::Tensor value;
     try {

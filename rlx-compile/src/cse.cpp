@@ -7,12 +7,14 @@
 // subtrees collapse in one walk. Not merged:
 //  - Inputs and Params: they are the interface, bound by name (two leaves are never the same value
 //    merely because their types agree);
-//  - Custom ops: a user op may have effects or randomness the IR cannot see.
+//  - nodes with effects (ir::has_effects: a Custom op whose CustomOpDef declares effects, an If /
+//    While / CustomFn whose body holds one): two runs of such an op are two events, not one value.
 // Constants with equal type and bytes are merged (debug labels are not part of the key).
 #include "rlx/compile/passes.hpp"
 
 #include "graph_util.hpp"
 #include "rlx/fusion/node_key.hpp"
+#include "rlx/ir/effects.hpp"
 
 #include <unordered_map>
 
@@ -24,7 +26,7 @@ bool CsePass::run(ir::Graph& g, fusion::PassContext&) {
   bool changed = false;
   for (ir::NodeId id : g.ids()) {
     const ir::Node& n = g.node(id);
-    if (n.op == ir::OpKind::Input || n.op == ir::OpKind::Param || n.op == ir::OpKind::Custom)
+    if (n.op == ir::OpKind::Input || n.op == ir::OpKind::Param || ir::has_effects(n))
       continue;
     ir::Node key_storage;
     const ir::Node* key = &n;

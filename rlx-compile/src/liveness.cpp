@@ -2,6 +2,7 @@
 #include "liveness.hpp"
 
 #include "rlx/compile/memory_plan.hpp"
+#include "rlx/ir/effects.hpp"
 #include "rlx/ir/error.hpp"
 
 #include <algorithm>
@@ -72,6 +73,9 @@ Liveness analyze_liveness(const ir::Graph& g, std::span<const ir::NodeId> schedu
   lv.needed.assign(n, false);
   for (ir::NodeId o : g.outputs())
     lv.needed[o.v] = true;
+  for (ir::NodeId id : schedule)
+    if (ir::has_effects(g, id))
+      lv.needed[id.v] = true; // its kernel must run even when nothing reads its value
   for (std::size_t s = n; s-- > 0;) {
     ir::NodeId id = schedule[s];
     if (lv.needed[id.v])

@@ -17,7 +17,7 @@ struct Liveness {
   std::vector<ir::NodeId> root;  ///< the buffer owner: the node itself, or a view chain's root
   std::vector<std::int64_t> view_offset; ///< byte offset into root's buffer (0 for non-views)
   std::vector<bool> view;                ///< is_pure_view
-  std::vector<bool> needed;              ///< a graph output, or read by a needed node
+  std::vector<bool> needed;      ///< a graph output, a node with effects, or read by a needed node
   std::vector<bool> output_root; ///< owns the buffer of a graph output (directly or via views)
   /// Live range [first, last] of the buffer a root owns: from its own step to the last step of a
   /// needed reader of it or of any view of it (closed, so an operand and its user's result are

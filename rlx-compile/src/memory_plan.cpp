@@ -77,9 +77,11 @@ std::int64_t view_byte_offset(const ir::Graph& g, ir::NodeId id) {
   if (!is_pure_view(g, id))
     throw Error("view_byte_offset: " + ir::describe(g, id) + " is not a pure view");
   const ir::Node& n = g.node(id);
+  const ir::Shape& src = g.shape(n.inputs[0]);
+  if (n.op == OpKind::Get)
+    return src.part_offset(n.attr<ir::GetAttrs>().index); // its part of the tuple's buffer
   if (n.op != OpKind::Narrow)
     return 0; // Reshape, same-dtype Cast and table-marked views alias at their operand's start
-  const ir::Shape& src = g.shape(n.inputs[0]);
   const auto& a = n.attr<ir::NarrowAttrs>();
   auto ax = static_cast<std::size_t>(ir::normalize_axis(a.axis, src.rank(), "narrow"));
   std::int64_t inner = static_cast<std::int64_t>(ir::dtype_size(src.dtype));

@@ -16,7 +16,15 @@ namespace {
 constexpr double kUnitsPerElement = 4;
 
 double numel(const ir::Shape& s) {
-  return s.is_static() ? static_cast<double>(s.numel()) : kUnboundedWork;
+  if (!s.is_static())
+    return kUnboundedWork;
+  if (s.is_tuple()) { // a tuple's elements are its parts' (numel() refuses tuples)
+    double n = 0;
+    for (const ir::Shape& part : s.parts)
+      n += numel(part);
+    return n;
+  }
+  return static_cast<double>(s.numel());
 }
 
 double dim(const ir::Shape& s, std::size_t i) {

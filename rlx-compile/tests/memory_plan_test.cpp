@@ -3,6 +3,7 @@
 #include "rlx/compile/memory_plan.hpp"
 
 #include "../src/heap.hpp"
+#include "../src/liveness.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
 #include "testing/workloads.hpp"
@@ -596,6 +597,70 @@ TEST(MemoryPlanWorkloads, ArenaWithinTenPercentOfTheLowerBound) {
     // The stricter figure: temporaries alone (pinned regions would hide waste).
     EXPECT_LE(temp_arena, 1.10 * temp_lower);
   }
+}
+
+// ---- tuple-typed nodes (ops with several results) ----------------------------------------------
+
+TEST(MemoryPlanTuples, GetsAliasTheirPartsInOneTupleBuffer) {
+  ir::Graph g("tuples");
+  ir::Builder b(g);
+  NodeId x = b.input("x", Shape::of({64, 32}));
+  NodeId t = b.split(b.exp(x), 1, {8, 16, 8});
+  auto parts = b.parts(t);
+  NodeId a = b.neg(parts[0]);
+  b.output(b.mul(a, a));
+  b.output(b.neg(parts[2]));
+  b.output(b.exp(parts[1]));
+  ir::MemoryPlan p = plan_memory(g);
+  expect_sound(g, p);
+  EXPECT_EQ(p.slot(t).storage, Storage::temp);
+  EXPECT_EQ(p.slot(t).bytes, g.shape(t).bytes());
+  EXPECT_EQ(p.slot(t).bytes, 64 * 8 * 4 + 64 * 16 * 4 + 64 * 8 * 4);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_TRUE(is_pure_view(g, parts[i]));
+    EXPECT_EQ(view_byte_offset(g, parts[i]), g.shape(t).part_offset(static_cast<std::int64_t>(i)));
+    EXPECT_EQ(p.slot(parts[i]).storage, Storage::view);
+    EXPECT_EQ(p.slot(parts[i]).view_of, t);
+    EXPECT_EQ(p.slot(parts[i]).offset,
+              p.slot(t).offset + g.shape(t).part_offset(static_cast<std::int64_t>(i)));
+    EXPECT_EQ(p.slot(parts[i]).bytes, g.shape(parts[i]).bytes());
+  }
+}
+
+TEST(MemoryPlanTuples, TheTupleLivesUntilTheLastReaderOfAnyPart) {
+  ir::Graph g("tuples");
+  ir::Builder b(g);
+  NodeId x = b.input("x", Shape::of({256}));
+  NodeId t = b.split(b.neg(x), 0, {128, 128});
+  NodeId a = b.exp(b.get(t, 0));
+  NodeId c = b.exp(a);
+  NodeId last_reader = b.add(c, b.get(t, 1)); // part 1 is read late
+  NodeId d = b.exp(b.exp(last_reader));
+  b.output(d);
+  detail::Liveness lv = detail::analyze_liveness(g, g.ids());
+  EXPECT_EQ(lv.last[t.v], lv.pos[last_reader.v]);
+  ir::MemoryPlan p = plan_memory(g);
+  expect_sound(g, p);
+  // After its last reader the tuple's bytes are free: the planner may (and here does) reuse them.
+  std::int64_t temps = 0;
+  for (NodeId id : g.ids())
+    if (p.slot(id).storage == Storage::temp)
+      temps += align_up(p.slot(id).bytes, p.alignment);
+  EXPECT_LT(p.arena_size - p.pinned_bytes, temps);
+}
+
+TEST(MemoryPlanTuples, AnOutputPartPinsItsTupleAndUnreadTuplesGetNoStorage) {
+  ir::Graph g("tuples");
+  ir::Builder b(g);
+  NodeId x = b.input("x", Shape::of({6, 4}));
+  NodeId t = b.split(b.exp(x), 0, {2, 4});
+  NodeId dead = b.split(x, 1, {1, 3});
+  b.get(dead, 1); // read by nobody
+  b.output(b.get(t, 1));
+  ir::MemoryPlan p = plan_memory(g);
+  expect_sound(g, p);
+  EXPECT_EQ(p.slot(t).storage, Storage::output);
+  EXPECT_EQ(p.slot(dead).storage, Storage::none);
 }
 
 } // namespace

@@ -31,7 +31,7 @@ ir::ClaimSet build_claims() {
   ir::ClaimSet c;
   // Leaves hold any dtype; data movement is bytewise and exact for every dtype.
   for (K k : {K::Input, K::Param, K::Constant, K::Reshape, K::Transpose, K::Narrow, K::Concat,
-              K::Expand, K::Gather, K::Where, K::Cast})
+              K::Split, K::Get, K::Expand, K::Gather, K::Where, K::Cast})
     c.claim(k);
   // Elementwise math: every numeric dtype (f16 / bf16 computed in f32, integers in int64).
   for (K k :

@@ -176,7 +176,7 @@ void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
         std::memcpy(arena_.data() + slot.offset, v.raw(), v.nbytes());
       continue;
     }
-    if (slot.storage == ir::Storage::none || n.shape.numel() == 0)
+    if (slot.storage == ir::Storage::none || n.shape.bytes() == 0)
       continue; // dead, or nothing to compute
     if (!claims.supports(g, id))
       throw Error("rlx-cpu: cannot run " + ir::describe(g, id) + " on " +

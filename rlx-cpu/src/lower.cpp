@@ -93,6 +93,10 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return narrow_impls();
   case K::Concat:
     return concat_impls();
+  case K::Split:
+    return split_impls();
+  case K::Get:
+    return get_impls();
   case K::Expand:
     return expand_impls();
   case K::Gather:

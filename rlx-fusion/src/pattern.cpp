@@ -1,6 +1,7 @@
 // pattern.cpp: the pattern matcher (structure with commutative backtracking, then constraints)
 // and the apply_patterns() driver.
 #include "rlx/fusion/pattern.hpp"
+#include "rlx/ir/effects.hpp"
 
 #include "rlx/ir/error.hpp"
 
@@ -173,8 +174,8 @@ struct Matcher {
     case Pat::Kind::any:
       break;
     case Pat::Kind::op:
-      if (n.op != pat.op_kind())
-        return false;
+      if (n.op != pat.op_kind() || ir::has_effects(n))
+        return false; // a node with effects is never rewritten away (effects.hpp)
       if (!pat.operands().empty() && pat.operands().size() != n.inputs.size())
         return false;
       break;

@@ -99,6 +99,26 @@ NodeId Builder::concat(std::vector<NodeId> xs, std::int64_t axis) {
   return g_.add(OpKind::Concat, std::move(xs), AxisAttrs{axis});
 }
 
+NodeId Builder::split(NodeId x, std::int64_t axis, std::vector<std::int64_t> sizes) {
+  return g_.add(OpKind::Split, {x}, SplitAttrs{axis, std::move(sizes)});
+}
+
+NodeId Builder::get(NodeId tuple, std::int64_t index) {
+  return g_.add(OpKind::Get, {tuple}, GetAttrs{index});
+}
+
+std::vector<NodeId> Builder::parts(NodeId tuple) {
+  const Shape& t = g_.shape(tuple);
+  if (!t.is_tuple())
+    throw ShapeError("parts: " + describe(g_, tuple) + " has type " + t.str() +
+                     ", which is not a tuple");
+  const std::size_t count = t.parts.size(); // get() appends nodes, so \p t may move
+  std::vector<NodeId> out;
+  for (std::size_t i = 0; i < count; ++i)
+    out.push_back(get(tuple, static_cast<std::int64_t>(i)));
+  return out;
+}
+
 NodeId Builder::expand(NodeId x, std::vector<Dim> shape) {
   return g_.add(OpKind::Expand, {x}, TargetShapeAttrs{std::move(shape)});
 }

@@ -2,8 +2,10 @@
 #include "rlx/ir/graph.hpp"
 
 #include "attr_visit.hpp"
+#include "rlx/ir/effects.hpp"
 #include "rlx/ir/error.hpp"
 #include "shape_rules.hpp"
+#include "tuple_type.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -24,6 +26,7 @@ Shape infer_shape(OpKind op, std::span<const Shape> in, const Attrs& attrs) {
     throw ShapeError(std::string(info.name) + ": takes " + want + " inputs, got " +
                      std::to_string(n));
   }
+  check_tuple_operands(op, in);
   switch (op) {
 #define RLX_OP(Name, mnemonic, min_arity, max_arity, AttrsT, rule, ...)                            \
   case OpKind::Name:                                                                               \
@@ -205,6 +208,9 @@ std::vector<NodeId> Graph::compact() {
       live[i] = 1;
   for (NodeId o : outputs_)
     stack.push_back(o);
+  for (std::size_t i = 0; i < n; ++i)
+    if (has_effects(nodes_[i])) // kept without users, like an output (effects.hpp)
+      stack.emplace_back(static_cast<std::uint32_t>(i));
   while (!stack.empty()) {
     NodeId id = stack.back();
     stack.pop_back();
@@ -321,6 +327,11 @@ struct Hasher {
     bytes(s.data(), s.size());
   }
   void shape(const Shape& s) {
+    if (s.is_tuple()) { // tensor types hash as they always did
+      mix(s.parts.size());
+      for (const auto& p : s.parts)
+        shape(p);
+    }
     mix(static_cast<std::uint64_t>(s.dtype));
     mix(s.dims.size());
     for (const auto& d : s.dims) {

@@ -33,6 +33,12 @@ json dim_json(const Dim& d) {
 }
 
 json shape_json(const Shape& s) {
+  if (s.is_tuple()) {
+    json parts = json::array();
+    for (const Shape& p : s.parts)
+      parts.push_back(shape_json(p));
+    return json{{"tuple", std::move(parts)}};
+  }
   json dims = json::array();
   for (const Dim& d : s.dims)
     dims.push_back(dim_json(d));
@@ -230,7 +236,23 @@ private:
     return *t;
   }
 
+  /// A tensor type, or a tuple type {"tuple": [tensor types]}.
   static Shape shape(const json& j, const std::string& path) {
+    if (j.is_object() && j.contains("tuple")) {
+      check_keys(j, path, {"tuple"});
+      const json& parts = j["tuple"];
+      const std::string ppath = join(path, "tuple");
+      if (!parts.is_array() || parts.empty())
+        fail(ppath, "expected a non-empty array of part types");
+      std::vector<Shape> out;
+      for (std::size_t i = 0; i < parts.size(); ++i)
+        out.push_back(tensor_type(parts[i], at_index(ppath, i)));
+      return Shape::tuple(std::move(out));
+    }
+    return tensor_type(j, path);
+  }
+
+  static Shape tensor_type(const json& j, const std::string& path) {
     expect_object(j, path, "a shape object {\"dims\": [...], \"dtype\": ...}");
     check_keys(j, path, {"dims", "dtype"});
     if (!j.contains("dims") || !j["dims"].is_array())
@@ -251,7 +273,7 @@ private:
     check_keys(j, path, {"shape", "data", "hex"});
     if (!j.contains("shape"))
       fail(path, "missing key 'shape'");
-    Shape s = shape(j["shape"], join(path, "shape"));
+    Shape s = tensor_type(j["shape"], join(path, "shape"));
     std::vector<std::int64_t> sizes;
     for (const Dim& d : s.dims) {
       if (d.is_symbolic())

@@ -3,6 +3,8 @@
 
 #include "rlx/ir/error.hpp"
 
+#include "tuple_type.hpp"
+
 #include <algorithm>
 
 namespace rlx::ir {
@@ -35,10 +37,14 @@ Shape Shape::of(const std::vector<std::int64_t>& sizes, DType t) {
 }
 
 bool Shape::is_static() const {
+  if (is_tuple())
+    return std::all_of(parts.begin(), parts.end(), [](const Shape& p) { return p.is_static(); });
   return std::all_of(dims.begin(), dims.end(), [](const Dim& d) { return d.is_static(); });
 }
 
 std::vector<std::int64_t> Shape::sizes() const {
+  if (is_tuple())
+    throw ShapeError("the tuple type " + str() + " has no sizes; read a part with get");
   std::vector<std::int64_t> out;
   out.reserve(dims.size());
   for (const auto& d : dims) {
@@ -60,6 +66,8 @@ std::int64_t Shape::numel() const {
 }
 
 std::int64_t Shape::bytes() const {
+  if (is_tuple())
+    return tuple_bytes(*this);
   const std::int64_t n = numel();
   try {
     return checked_mul(n, static_cast<std::int64_t>(dtype_size(dtype)), "byte size");
@@ -70,6 +78,8 @@ std::int64_t Shape::bytes() const {
 
 Shape Shape::bind(const Bindings& b) const {
   Shape out = *this;
+  for (auto& p : out.parts)
+    p = p.bind(b);
   for (auto& d : out.dims)
     if (d.is_symbolic())
       if (auto it = b.find(d.symbol()); it != b.end())
@@ -78,12 +88,16 @@ Shape Shape::bind(const Bindings& b) const {
 }
 
 void Shape::collect_symbols(std::vector<std::string>& out) const {
+  for (const auto& p : parts)
+    p.collect_symbols(out);
   for (const auto& d : dims)
     if (d.is_symbolic() && std::find(out.begin(), out.end(), d.symbol()) == out.end())
       out.push_back(d.symbol());
 }
 
 std::string Shape::str() const {
+  if (is_tuple())
+    return tuple_str(*this);
   std::string s = "[";
   for (std::size_t i = 0; i < dims.size(); ++i) {
     if (i)

@@ -56,6 +56,7 @@ std::int64_t static_div(const Dim& a, std::int64_t k, const std::string& what) {
 
 Shape leaf(In, const LeafAttrs& a) {
   expect(!a.name.empty(), "leaf nodes need a non-empty name");
+  expect(!a.shape.is_tuple(), "a leaf cannot have the tuple type " + a.shape.str());
   for (const auto& d : a.shape.dims)
     expect(d.is_symbolic() || d.size() >= 0, "negative dimension in " + a.shape.str());
   return a.shape;

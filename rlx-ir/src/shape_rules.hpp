@@ -25,6 +25,8 @@ Shape reshape(In, const TargetShapeAttrs&);
 Shape transpose(In, const TransposeAttrs&);
 Shape narrow(In, const NarrowAttrs&);
 Shape concat(In, const AxisAttrs&);
+Shape split(In, const SplitAttrs&); // shape_rules_tuple.cpp
+Shape get(In, const GetAttrs&);     // shape_rules_tuple.cpp
 Shape expand(In, const TargetShapeAttrs&);
 Shape gather(In, const AxisAttrs&);
 Shape scatter_add(In, const AxisAttrs&);

@@ -266,7 +266,24 @@ private:
     return out;
   }
 
+  /// A tensor type `[dims] dtype`, or a tuple type `(type, ...)` of tensor types.
   Shape shape() {
+    std::size_t at = (skip_ws(), pos_);
+    if (!accept('('))
+      return tensor_type();
+    std::vector<Shape> parts;
+    do
+      parts.push_back(tensor_type());
+    while (accept(','));
+    expect(')', "to close a tuple type");
+    try {
+      return Shape::tuple(std::move(parts));
+    } catch (const ShapeError& e) {
+      fail(at, e.what());
+    }
+  }
+
+  Shape tensor_type() {
     auto dims = list<Dim>("a shape's dims", [&] { return dim(); });
     return Shape(std::move(dims), dtype());
   }
@@ -275,7 +292,7 @@ private:
     if (accept_keyword("none"))
       return Tensor();
     std::size_t at = (skip_ws(), pos_);
-    Shape s = shape();
+    Shape s = tensor_type();
     std::vector<std::int64_t> sizes;
     for (const Dim& d : s.dims) {
       if (d.is_symbolic())

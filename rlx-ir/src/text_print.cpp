@@ -92,6 +92,16 @@ private:
     } else if constexpr (std::is_same_v<F, Dim>) {
       out += f.is_symbolic() ? detail::ident_or_quote(f.symbol()) : std::to_string(f.size());
     } else if constexpr (std::is_same_v<F, Shape>) {
+      if (f.is_tuple()) {
+        out += '(';
+        for (std::size_t i = 0; i < f.parts.size(); ++i) {
+          if (i)
+            out += ", ";
+          value(f.parts[i], indent);
+        }
+        out += ')';
+        return;
+      }
       value(f.dims, indent);
       out += ' ';
       out += dtype_name(f.dtype);

@@ -26,6 +26,10 @@ public:
         throw VerifyError(where() + "output " + std::to_string(i) + " is %" + std::to_string(o.v) +
                           ", which does not exist (graph has " + std::to_string(g_.size()) +
                           " nodes)");
+      if (g_.shape(o).is_tuple())
+        throw VerifyError(where() + "output " + std::to_string(i) + " is " + describe(g_, o) +
+                          " of the tuple type " + g_.shape(o).str() +
+                          "; a graph output must be a tensor (return its parts through get)");
     }
   }
 
@@ -101,6 +105,13 @@ private:
     in_shapes.reserve(n.inputs.size());
     for (NodeId in : n.inputs)
       in_shapes.push_back(g_.shape(in));
+    for (std::size_t i = 0; i < in_shapes.size(); ++i)
+      if (in_shapes[i].is_tuple() && n.op != OpKind::Get)
+        fail(id, "operand " + std::to_string(i) + " is " + describe(g_, n.inputs[i]) +
+                     " of the tuple type " + in_shapes[i].str() + "; only get may read a tuple");
+    for (const Shape& p : n.shape.parts)
+      if (p.is_tuple())
+        fail(id, "declared type " + n.shape.str() + " nests a tuple in a tuple");
     Shape derived;
     try {
       derived = infer_shape(n.op, in_shapes, n.attrs);

@@ -334,7 +334,26 @@ void movement_cases(Table& t) {
           ir::AxisAttrs{1}, copy);
     t.add("expand" + s, K::Expand, {ints("x", {3, 1}, d, 0, 1)}, ir::TargetShapeAttrs{{2, 3, 4}},
           copy);
+    // Every part of a tuple, read back through its Get and joined in reverse order, so a part
+    // written at the wrong offset or from the wrong rows shows.
+    t.add_built("split_axis1_reversed" + s, K::Split, {ints("x", {2, 7, 3}, d, 0, 1)}, copy,
+                [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                  ir::Builder b(g);
+                  auto parts = b.parts(b.split(in_[0], 1, {2, 4, 1}));
+                  return b.concat({parts[2], parts[1], parts[0]}, 1);
+                });
   }
+  t.add_built("split_axis0_one_part_out_f32", K::Split, {in("x", {6, 5})}, copy,
+              [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                ir::Builder b(g);
+                return b.get(b.split(in_[0], 0, {1, 5}), 1);
+              });
+  t.add_built("get_last_axis_part_f64", K::Get, {in("x", {3, 8}, DType::f64)}, copy,
+              [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                ir::Builder b(g);
+                ir::NodeId parts = b.split(in_[0], -1, {3, 5});
+                return b.mul(b.get(parts, 1), b.get(parts, 1));
+              });
   t.add("transpose_3d_rotate_f32", K::Transpose, {in("x", {3, 4, 5})},
         ir::TransposeAttrs{{2, 0, 1}}, copy);
   t.add("transpose_large_f32", K::Transpose, {in("x", {8, 128, 12, 64})},

@@ -3,6 +3,7 @@
 #include "../broadcast.hpp"
 #include "../dtypes.hpp"
 #include "../lower.hpp"
+#include "block_copy.hpp"
 #include "rlx/ir/error.hpp"
 
 #include <cstring>
@@ -10,37 +11,12 @@
 namespace rlx::cpu {
 namespace {
 
-/// Bytes per task of a parallel copy.
-constexpr std::int64_t kCopyGrainBytes = 4 * kTaskWork;
-
 std::int64_t product(const std::vector<std::int64_t>& s, std::size_t b, std::size_t e) {
   std::int64_t p = 1;
   for (std::size_t i = b; i < e; ++i)
     p *= s[i];
   return p;
 }
-
-/// Copies \p rows blocks of \p chunk bytes from src + r * src_stride to dst + r * dst_stride.
-class BlockCopy final : public Kernel {
-public:
-  BlockCopy(const std::byte* src, std::int64_t src_stride, std::byte* dst, std::int64_t dst_stride,
-            std::int64_t rows, std::int64_t chunk)
-      : src_(src), dst_(dst), src_stride_(src_stride), dst_stride_(dst_stride), rows_(rows),
-        chunk_(chunk) {}
-  void run(ExecContext& ctx) override {
-    parallel_for(ctx, rows_, grain_for(chunk_, kCopyGrainBytes),
-                 [&](std::int64_t b, std::int64_t e) {
-                   for (std::int64_t r = b; r < e; ++r)
-                     std::memcpy(dst_ + r * dst_stride_, src_ + r * src_stride_,
-                                 static_cast<std::size_t>(chunk_));
-                 });
-  }
-
-private:
-  const std::byte* src_;
-  std::byte* dst_;
-  std::int64_t src_stride_, dst_stride_, rows_, chunk_;
-};
 
 // ---- reshape (a pure view; a copy only when its buffer is not aliased) ------------------------
 

@@ -10,6 +10,8 @@
 namespace rlx::ir::reference {
 namespace {
 
+Shape checked_type(const Node& node, std::span<const Tensor> args);
+
 /// Where a symbol got its size, for the "contradictory symbol" message.
 using SymbolOrigins = std::map<std::string, std::string>;
 
@@ -60,6 +62,21 @@ const Graph& bound_graph(const Graph& g, const Bindings& b, Graph& storage) {
   return storage;
 }
 
+/// The part Get \p node reads, from \p parts (the tuple parts of every node so far).
+const Tensor& select_part(const std::vector<std::vector<Tensor>>& all_parts, const Node& node) {
+  const auto* attrs = std::get_if<GetAttrs>(&node.attrs);
+  if (attrs == nullptr || node.inputs.size() != 1)
+    fail("get: takes one operand and GetAttrs");
+  const std::vector<Tensor>& parts = all_parts[node.inputs[0].v];
+  if (parts.empty())
+    fail("get: its operand has no tuple value");
+  auto index = attrs->index;
+  if (index < 0 || index >= static_cast<std::int64_t>(parts.size()))
+    fail("get: part " + std::to_string(index) + " of a tuple value with " +
+         std::to_string(parts.size()) + " parts");
+  return parts[static_cast<std::size_t>(index)];
+}
+
 using LeafValue = std::function<Tensor(NodeId, const Node&)>;
 
 /// Evaluates the nodes of static graph \p g in order, taking leaf values from \p leaf; each value
@@ -76,6 +93,7 @@ std::vector<Tensor> run_nodes(const Graph& g, const LeafValue& leaf) {
     is_output[o.v] = 1;
 
   std::vector<Tensor> values(n);
+  std::vector<std::vector<Tensor>> parts(n); // the parts of tuple-typed nodes
   std::vector<Tensor> args;
   for (std::size_t i = 0; i < n; ++i) {
     const Node& node = g.nodes()[i];
@@ -83,6 +101,13 @@ std::vector<Tensor> run_nodes(const Graph& g, const LeafValue& leaf) {
     try {
       if (node.op == OpKind::Input || node.op == OpKind::Param) {
         values[i] = leaf(id, node);
+      } else if (node.op == OpKind::Get) {
+        values[i] = select_part(parts, node).clone();
+      } else if (node.shape.is_tuple()) {
+        args.clear();
+        for (NodeId in : node.inputs)
+          args.push_back(values[in.v]);
+        parts[i] = evaluate_node_parts(node, args);
       } else {
         args.clear();
         for (NodeId in : node.inputs)
@@ -93,8 +118,10 @@ std::vector<Tensor> run_nodes(const Graph& g, const LeafValue& leaf) {
       throw EvalError(describe(g, id) + ": " + e.what());
     }
     for (NodeId in : node.inputs)
-      if (last_use[in.v] == i && !is_output[in.v])
+      if (last_use[in.v] == i && !is_output[in.v]) {
         values[in.v] = Tensor();
+        parts[in.v].clear();
+      }
   }
   std::vector<Tensor> outs;
   std::vector<char> handed_out(n, 0);
@@ -174,6 +201,37 @@ std::vector<Tensor> evaluate_positional(const Graph& g, Args inputs) {
 }
 
 Tensor evaluate_node(const Node& node, std::span<const Tensor> args) {
+  if (node.op == OpKind::Get || node.shape.is_tuple())
+    fail(std::string(op_name(node.op)) + ": a tuple-typed node or a get is evaluated with "
+                                         "evaluate_node_parts / evaluate, not evaluate_node");
+  Shape out = checked_type(node, args);
+  if (is_leaf(node.op))
+    return dispatch(node, node.shape, args);
+  return dispatch(node, out, args);
+}
+
+std::vector<Tensor> evaluate_node_parts(const Node& node, std::span<const Tensor> args) {
+  if (node.op == OpKind::Get)
+    fail("get: it selects a part of its operand's value; evaluate() does that (there is no "
+         "tuple value among plain operand tensors)");
+  Shape out = checked_type(node, args);
+  if (is_leaf(node.op))
+    return {dispatch(node, node.shape, args)};
+  if (!out.is_tuple())
+    return {dispatch(node, out, args)};
+  std::vector<Tensor> parts = tuple_kernel(node, out, args);
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    if (!(parts[i].shape() == out.parts[i]))
+      fail(std::string(op_name(node.op)) + ": the kernel gave part " + std::to_string(i) +
+           " of type " + parts[i].shape().str() + ", expected " + out.parts[i].str());
+  return parts;
+}
+
+namespace {
+
+/// Checks \p args against \p node (attribute struct, arity, operand values) and re-derives the
+/// node's static type from them; for leaves returns the node's own type.
+Shape checked_type(const Node& node, std::span<const Tensor> args) {
   const OpInfo& info = op_info(node.op);
   std::string op(info.name);
   if (node.attrs.index() != info.attrs_index)
@@ -184,7 +242,7 @@ Tensor evaluate_node(const Node& node, std::span<const Tensor> args) {
          std::to_string(info.min_arity) +
          (info.max_arity < 0 ? " or more" : " to " + std::to_string(info.max_arity)));
   if (is_leaf(node.op))
-    return dispatch(node, node.shape, args);
+    return node.shape;
 
   std::vector<Shape> types;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -206,7 +264,9 @@ Tensor evaluate_node(const Node& node, std::span<const Tensor> args) {
   if (!fits)
     fail(op + ": the operands give type " + out.str() + " but the node's type is " +
          node.shape.str());
-  return dispatch(node, out, args);
+  return out;
 }
+
+} // namespace
 
 } // namespace rlx::ir::reference

@@ -24,3 +24,11 @@ namespace rlx::ir::reference::kernels {
 #include "rlx/ir/ops.def"
 
 } // namespace rlx::ir::reference::kernels
+
+namespace rlx::ir::reference {
+
+/// The parts of a tuple-typed node (an op with several results) of static tuple type \p out, one
+/// fresh tensor per part (tuple.cpp). Throws EvalError for an op that has no tuple result.
+std::vector<Tensor> tuple_kernel(const Node& node, const Shape& out, Args in);
+
+} // namespace rlx::ir::reference

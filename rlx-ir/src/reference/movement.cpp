@@ -6,10 +6,10 @@ namespace rlx::ir::reference::kernels {
 namespace {
 
 /// Sizes of a tensor viewed as [outer, axis, inner] around axis \p ax.
-struct Split {
+struct AxisSplit {
   std::int64_t outer, axis, inner;
 };
-Split split_at(const Sizes& s, std::size_t ax) {
+AxisSplit split_at(const Sizes& s, std::size_t ax) {
   return {product(s, 0, ax), s[ax], product(s, ax + 1, s.size())};
 }
 
@@ -40,7 +40,7 @@ RLX_REFERENCE_KERNEL(Narrow) {
   if (a.start + a.length > sizes[ax])
     fail("narrow: [" + std::to_string(a.start) + ", " + std::to_string(a.start + a.length) +
          ") exceeds dim " + std::to_string(ax) + " of " + in[0].shape().str());
-  Split s = split_at(sizes, ax);
+  AxisSplit s = split_at(sizes, ax);
   std::vector<std::int64_t> offsets;
   offsets.reserve(static_cast<std::size_t>(out.numel()));
   for (std::int64_t o = 0; o < s.outer; ++o)
@@ -53,11 +53,11 @@ RLX_REFERENCE_KERNEL(Narrow) {
 RLX_REFERENCE_KERNEL(Concat) {
   Sizes so = out.sizes();
   std::size_t ax = axis_of(node.attr<AxisAttrs>().axis, so.size(), "concat");
-  Split so_split = split_at(so, ax);
+  AxisSplit so_split = split_at(so, ax);
   Tensor r(out);
   std::int64_t base = 0; // where the current operand starts along the axis
   for (const Tensor& t : in) {
-    Split s = split_at(t.shape().sizes(), ax);
+    AxisSplit s = split_at(t.shape().sizes(), ax);
     for (std::int64_t o = 0; o < s.outer; ++o)
       for (std::int64_t j = 0; j < s.axis; ++j)
         for (std::int64_t i = 0; i < s.inner; ++i)
@@ -77,7 +77,7 @@ RLX_REFERENCE_KERNEL(Gather) {
   const Tensor& table = in[0];
   Sizes st = table.shape().sizes();
   std::size_t ax = axis_of(node.attr<AxisAttrs>().axis, st.size(), "gather");
-  Split s = split_at(st, ax);
+  AxisSplit s = split_at(st, ax);
   auto indices = load_i64(in[1]);
   auto n = static_cast<std::int64_t>(indices.size());
   for (std::int64_t j = 0; j < n; ++j) // check every index, even when the table is empty
@@ -96,7 +96,7 @@ RLX_REFERENCE_KERNEL(ScatterAdd) {
   // out = target; out[o, indices[j...], i] += updates[o, j..., i] (repeated indices accumulate).
   Sizes st = in[0].shape().sizes();
   std::size_t ax = axis_of(node.attr<AxisAttrs>().axis, st.size(), "scatter_add");
-  Split s = split_at(st, ax);
+  AxisSplit s = split_at(st, ax);
   auto indices = load_i64(in[1]);
   auto n = static_cast<std::int64_t>(indices.size());
   for (std::int64_t j = 0; j < n; ++j) // check every index, even when there is nothing to add

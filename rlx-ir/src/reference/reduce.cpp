@@ -9,10 +9,10 @@ namespace rlx::ir::reference::kernels {
 namespace {
 
 /// Sizes of a tensor viewed as [outer, axis, inner] around axis \p ax.
-struct Split {
+struct AxisSplit {
   std::int64_t outer, axis, inner;
 };
-Split split_at(const Sizes& s, std::size_t ax) {
+AxisSplit split_at(const Sizes& s, std::size_t ax) {
   return {product(s, 0, ax), s[ax], product(s, ax + 1, s.size())};
 }
 
@@ -40,7 +40,7 @@ template <ComputeType T> bool beats_min(T v, T best) {
 /// Softmax (or log-softmax) of every lane along the axis, in double.
 Tensor softmax_along(const Node& node, const Shape& out, const Tensor& x, bool log) {
   Sizes sizes = x.shape().sizes();
-  Split s = split_at(sizes, axis_of(node.attr<AxisAttrs>().axis, sizes.size(), "softmax"));
+  AxisSplit s = split_at(sizes, axis_of(node.attr<AxisAttrs>().axis, sizes.size(), "softmax"));
   auto v = load_f64(x);
   std::vector<double> r(v.size());
   for (std::int64_t o = 0; o < s.outer; ++o)
@@ -135,7 +135,7 @@ RLX_REFERENCE_KERNEL(LogSoftmax) {
 
 RLX_REFERENCE_KERNEL(ArgMax) {
   Sizes sizes = in[0].shape().sizes();
-  Split s = split_at(sizes, axis_of(node.attr<ArgMaxAttrs>().axis, sizes.size(), "argmax"));
+  AxisSplit s = split_at(sizes, axis_of(node.attr<ArgMaxAttrs>().axis, sizes.size(), "argmax"));
   if (s.axis == 0 && s.outer * s.inner > 0)
     fail("argmax over an empty axis of " + in[0].shape().str());
   return with_compute_type(in[0].dtype(), [&]<class T>(T) {

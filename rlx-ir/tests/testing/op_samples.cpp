@@ -143,6 +143,15 @@ Graph movement_sample(OpKind op) {
     b.output(g.add(op, {x}, NarrowAttrs{-1, 1, 3}, "middle"));
     break;
   }
+  case OpKind::Split:
+  case OpKind::Get: {
+    // A tuple with a symbolic dim, one part unread (its bytes still belong to the tuple).
+    NodeId x = b.input("x", Shape({sym("batch"), 7}, f32));
+    NodeId t = g.add(OpKind::Split, {x}, SplitAttrs{-1, {2, 4, 1}}, "pieces");
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{2}, "last"));
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{0}, "first"));
+    break;
+  }
   case OpKind::Concat: {
     NodeId x = b.input("a", Shape({2, 1}, f32));
     NodeId y = b.input("b", Shape({2, 3}, f32));
@@ -589,6 +598,8 @@ Graph sample_graph(OpKind op) {
   case OpKind::Transpose:
   case OpKind::Narrow:
   case OpKind::Concat:
+  case OpKind::Split:
+  case OpKind::Get:
   case OpKind::Expand:
   case OpKind::Gather:
   case OpKind::ScatterAdd:

@@ -15,6 +15,12 @@
 // root's buffer at view_byte_offset, chains of views resolving to the root.
 //
 // Decisions:
+// - A tuple-typed node (an op with several results) owns one buffer of Shape::bytes() holding
+//   every part at Shape::part_offset(i) (each part 64-byte aligned inside it). Its Gets are pure
+//   views of their parts, so the buffer lives from the tuple node's step to the last reader of
+//   any of its Gets; a Get that is a graph output pins the whole tuple buffer as an output.
+// - A node with effects (ir::has_effects) is needed even when nothing reads it, so it gets
+//   storage and its kernel runs.
 // - A graph output that is a view keeps Storage::view; its root is promoted to Storage::output (a
 //   pinned region), so the output is never a copy and never clobbered. A view of an input, param
 //   or constant stays inside that region (those are never written while the graph runs).
@@ -54,7 +60,8 @@ struct PlanOptions {
 /// slice and is not a view.
 bool is_pure_view(const ir::Graph& g, ir::NodeId id);
 /// For a pure view: its byte offset into the operand's buffer (Narrow: start x the bytes of one
-/// slice along the axis; every other view: 0). Throws Error when \p id is not a pure view.
+/// slice along the axis; Get: its part's Shape::part_offset in the tuple's buffer; every other
+/// view: 0). Throws Error when \p id is not a pure view.
 std::int64_t view_byte_offset(const ir::Graph& g, ir::NodeId id);
 
 /// Plans every buffer of the static graph \p g (symbols bound) in schedule order (the node list).

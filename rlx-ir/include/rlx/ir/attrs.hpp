@@ -169,6 +169,20 @@ struct NarrowAttrs {
   RLX_ATTRS(NarrowAttrs, axis, start, length)
 };
 
+/// Split: the operand cut along \p axis into consecutive pieces of \p sizes (which must sum to
+/// the axis' length); the result is a tuple with one part per piece.
+struct SplitAttrs {
+  std::int64_t axis = 0;
+  std::vector<std::int64_t> sizes;
+  RLX_ATTRS(SplitAttrs, axis, sizes)
+};
+
+/// Get: part \p index of a tuple value (XLA's get-tuple-element).
+struct GetAttrs {
+  std::int64_t index = 0;
+  RLX_ATTRS(GetAttrs, index)
+};
+
 /// One axis (Concat, Gather, ScatterAdd, Softmax, LogSoftmax); negative counts from the end.
 struct AxisAttrs {
   std::int64_t axis = -1;
@@ -330,11 +344,11 @@ struct LlamaBlockAttrs {
 #undef RLX_ATTRS
 
 /// Every attribute struct; a node holds exactly the alternative its op's row in ops.def names.
-using Attrs =
-    std::variant<NoAttrs, LeafAttrs, ConstantAttrs, CastAttrs, CompareAttrs, MatMulAttrs,
-                 DotGeneralAttrs, TargetShapeAttrs, TransposeAttrs, NarrowAttrs, AxisAttrs,
-                 ReduceAttrs, ArgMaxAttrs, NormAttrs, AttentionAttrs, RopeAttrs, Conv2dAttrs,
-                 Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs, CustomFnAttrs, QuantAttrs,
-                 LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs>;
+using Attrs = std::variant<NoAttrs, LeafAttrs, ConstantAttrs, CastAttrs, CompareAttrs, MatMulAttrs,
+                           DotGeneralAttrs, TargetShapeAttrs, TransposeAttrs, NarrowAttrs,
+                           AxisAttrs, ReduceAttrs, ArgMaxAttrs, NormAttrs, AttentionAttrs,
+                           RopeAttrs, Conv2dAttrs, Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs,
+                           CustomFnAttrs, QuantAttrs, LinearAttrs, AttentionBlockAttrs,
+                           BertLayerAttrs, LlamaBlockAttrs, SplitAttrs, GetAttrs>;
 
 } // namespace rlx::ir

@@ -70,6 +70,14 @@ public:
   NodeId transpose(NodeId x, std::vector<std::int64_t> perm);
   NodeId narrow(NodeId x, std::int64_t axis, std::int64_t start, std::int64_t length);
   NodeId concat(std::vector<NodeId> xs, std::int64_t axis);
+
+  // several results (tuple-typed nodes, read through get)
+  /// The tuple-typed Split of \p x along \p axis into pieces of \p sizes.
+  NodeId split(NodeId x, std::int64_t axis, std::vector<std::int64_t> sizes);
+  /// Part \p index of tuple-typed node \p tuple.
+  NodeId get(NodeId tuple, std::int64_t index);
+  /// One Get per part of tuple-typed node \p tuple, in part order.
+  std::vector<NodeId> parts(NodeId tuple);
   NodeId expand(NodeId x, std::vector<Dim> shape);
   NodeId gather(NodeId table, NodeId indices, std::int64_t axis = 0);
   NodeId scatter_add(NodeId target, NodeId indices, NodeId updates, std::int64_t axis = 0);

@@ -22,6 +22,9 @@ struct CustomOpDef {
   std::function<Shape(std::span<const Shape>, const CustomAttrs&)> infer;
   /// Output value (of type \p out) from input values; the semantics every backend must match.
   std::function<Tensor(std::span<const Tensor>, const CustomAttrs&, const Shape& out)> reference;
+  /// True when the op has effects the IR cannot see (it writes outside the graph, draws random
+  /// numbers, ...): its nodes are then never merged, folded or removed (see effects.hpp).
+  bool has_effects = false;
 };
 
 /// Registered custom ops, by name. Registration is explicit (no static initialisers).

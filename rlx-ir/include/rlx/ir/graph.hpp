@@ -88,7 +88,8 @@ public:
   void replace_all_uses(NodeId from, NodeId to);
   /// Sets operand \p slot of \p user to \p value (same type as before).
   void set_input(NodeId user, std::size_t slot, NodeId value);
-  /// Restores topological order (stable) and removes dead nodes other than Inputs and Params.
+  /// Restores topological order (stable) and removes dead nodes other than Inputs, Params and
+  /// nodes with effects (has_effects in effects.hpp).
   /// \returns old id → new id (invalid for removed nodes). Throws VerifyError on a cycle.
   std::vector<NodeId> compact();
 

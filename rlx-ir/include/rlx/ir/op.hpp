@@ -22,6 +22,11 @@ enum OpFlags : std::uint32_t {
   kSubgraphs = 1u << 5,      ///< carries sub-graph attributes
   kMayFail = 1u << 6,        ///< can reject a value at run time (index out of range, ...)
   kMayFailInt = 1u << 7,     ///< can reject a value at run time on integer operands only
+  /// May have effects the IR cannot see (writes outside the graph, randomness): which nodes do is
+  /// decided per node by has_effects() in effects.hpp (a Custom node asks its CustomOpDef; an op
+  /// with this flag and no per-node rule always has effects). CSE never merges, constant folding
+  /// never folds and DCE / compact() never remove a node with effects.
+  kMayHaveEffects = 1u << 8,
 };
 
 /// One enumerator per row of ops.def.

@@ -31,6 +31,12 @@ std::vector<Tensor> evaluate(const Graph& g, const TensorMap& inputs, const Tens
 /// copy of its value; an Input or Param throws (evaluate() binds them by name).
 Tensor evaluate_node(const Node& node, std::span<const Tensor> args);
 
+/// Evaluates one non-leaf node like evaluate_node, giving its parts: a node of tuple type (an op
+/// with several results, such as Split) gives one tensor per part, any other node a single
+/// tensor. Get is not evaluated here: it selects part `index` of the value its operand gave
+/// (evaluate() does so). evaluate_node throws EvalError on a tuple-typed node and on Get.
+std::vector<Tensor> evaluate_node_parts(const Node& node, std::span<const Tensor> args);
+
 /// The symbol bindings implied by matching \p g's Input (and Param) types against the given
 /// tensors; throws EvalError on a missing tensor, a dtype / rank / size mismatch or a contradictory
 /// symbol.

@@ -39,10 +39,19 @@ private:
 /// Symbol name → size, used to bind symbolic dims.
 using Bindings = std::map<std::string, std::int64_t>;
 
+/// Byte alignment of every part inside a tuple value's buffer (see Shape::part_offset).
+inline constexpr std::int64_t kTuplePartAlignment = 64;
+
 /// A tensor type: dims (static or symbolic) and the element type. Rank 0 is a scalar.
+///
+/// Or, for ops with several results, a tuple type: \p parts lists the typed parts (at least one,
+/// none of them a tuple), \p dims is empty and \p dtype is the first part's element type. A
+/// tuple-typed value is read only by `get` (the verifier's rule); numel() and sizes() throw on it,
+/// bytes() gives the size of one buffer holding every part at part_offset(i).
 struct Shape {
   std::vector<Dim> dims;
   DType dtype = DType::f32;
+  std::vector<Shape> parts; ///< the part types of a tuple type; empty for a tensor type
 
   Shape() = default;
   Shape(std::vector<Dim> d, DType t) : dims(std::move(d)), dtype(t) {}
@@ -52,6 +61,16 @@ struct Shape {
   static Shape of(const std::vector<std::int64_t>& sizes, DType t = DType::f32);
   /// A rank-0 scalar of \p t.
   static Shape scalar(DType t = DType::f32) { return Shape(std::vector<Dim>{}, t); }
+  /// The tuple type of \p parts; throws ShapeError when \p parts is empty or holds a tuple.
+  static Shape tuple(std::vector<Shape> parts);
+
+  /// True for a tuple type (an op with several results).
+  bool is_tuple() const { return !parts.empty(); }
+  /// Part \p i of a tuple type; throws ShapeError when this is no tuple or \p i is out of range.
+  const Shape& part(std::int64_t i) const;
+  /// Byte offset of part \p i in a tuple value's buffer: parts are laid out in order, each at a
+  /// multiple of kTuplePartAlignment. Throws like part() and on symbolic dims.
+  std::int64_t part_offset(std::int64_t i) const;
 
   std::size_t rank() const { return dims.size(); }
   const Dim& operator[](std::size_t i) const { return dims[i]; }
