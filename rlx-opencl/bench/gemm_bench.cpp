@@ -11,6 +11,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <memory>
 
 namespace {
@@ -52,10 +53,26 @@ void gemm(benchmark::State& state, const compile::Backend& be) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void opencl_gemm(benchmark::State& state) {
-  static const opencl::OpenClBackend be;
-  state.SetLabel(be.device().name);
-  gemm(state, be);
+/// The OpenCL backend with GEMM kernel \p k (one backend per kernel, made once).
+const opencl::OpenClBackend& opencl_backend(opencl::GemmKernel k) {
+  static std::map<opencl::GemmKernel, std::unique_ptr<opencl::OpenClBackend>> made;
+  auto& be = made[k];
+  if (!be) {
+    opencl::OpenClOptions o;
+    o.gemm = k;
+    be = std::make_unique<opencl::OpenClBackend>(o);
+  }
+  return *be;
+}
+
+void opencl_tiled_gemm(benchmark::State& state) {
+  state.SetLabel(opencl_backend(opencl::GemmKernel::tiled).device().name);
+  gemm(state, opencl_backend(opencl::GemmKernel::tiled));
+}
+
+void opencl_rows_gemm(benchmark::State& state) {
+  state.SetLabel(opencl_backend(opencl::GemmKernel::rows).device().name);
+  gemm(state, opencl_backend(opencl::GemmKernel::rows));
 }
 
 void cpu_gemm(benchmark::State& state) {
@@ -65,12 +82,14 @@ void cpu_gemm(benchmark::State& state) {
 
 #define RLX_GEMM_SHAPES(fn)                                                                        \
   BENCHMARK(fn)                                                                                    \
+      ->Args({1, 512, 784})                                                                        \
       ->Args({256, 256, 256})                                                                      \
       ->Args({128, 768, 768})                                                                      \
       ->Unit(benchmark::kMillisecond)                                                              \
       ->UseRealTime()
 
-RLX_GEMM_SHAPES(opencl_gemm);
+RLX_GEMM_SHAPES(opencl_tiled_gemm);
+RLX_GEMM_SHAPES(opencl_rows_gemm);
 RLX_GEMM_SHAPES(cpu_gemm);
 
 } // namespace

@@ -43,7 +43,7 @@ std::unique_ptr<compile::Executable> OpenClBackend::compile(const ir::Module& li
   const std::int64_t limit = rt_->device.info.max_allocation;
   const std::int64_t max_chunk =
       opts_.max_buffer_bytes > 0 ? std::min(opts_.max_buffer_bytes, limit) : limit;
-  return std::make_unique<OpenClExecutable>(lir, rt_, alignment(), max_chunk);
+  return std::make_unique<OpenClExecutable>(lir, rt_, alignment(), max_chunk, opts_.gemm);
 }
 
 std::unique_ptr<compile::Backend> make_opencl_backend(const OpenClOptions& opts) {

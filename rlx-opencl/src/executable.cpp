@@ -41,7 +41,7 @@ split_arena(std::vector<std::pair<std::int64_t, std::int64_t>> extents, std::int
 }
 
 OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<DeviceRuntime> rt,
-                                   std::int64_t alignment, std::int64_t max_chunk)
+                                   std::int64_t alignment, std::int64_t max_chunk, GemmKernel gemm)
     : rt_(std::move(rt)) {
   if (lir.stage() != ir::Stage::lir)
     throw Error("rlx-opencl: compile needs an LIR module (MIR + memory plan), got " +
@@ -91,7 +91,7 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
 
   plan_ = &plan;
   const ir::ClaimSet& claims = opencl_claims();
-  Lowerer lower(g, *this, rt_->program.get(), status_.get(), steps_, status_labels_);
+  Lowerer lower(g, *this, rt_->program.get(), status_.get(), steps_, status_labels_, gemm);
   for (ir::NodeId id : plan.schedule) {
     const ir::Node& n = g.node(id);
     const ir::BufferSlot& slot = plan.slot(id);

@@ -5,6 +5,7 @@
 #include "cl.hpp"
 #include "rlx/compile/backend.hpp"
 #include "rlx/ir/module.hpp"
+#include "rlx/opencl/backend.hpp"
 #include "runtime.hpp"
 
 #include <cstdint>
@@ -46,9 +47,9 @@ split_arena(std::vector<std::pair<std::int64_t, std::int64_t>> extents, std::int
 class OpenClExecutable final : public compile::Executable {
 public:
   /// Compiles \p lir for \p rt's device; \p alignment is the backend's; \p max_chunk the largest
-  /// arena buffer.
+  /// arena buffer; \p gemm the MatMul kernel (automatic: by the product's rows).
   OpenClExecutable(const ir::Module& lir, std::shared_ptr<DeviceRuntime> rt, std::int64_t alignment,
-                   std::int64_t max_chunk);
+                   std::int64_t max_chunk, GemmKernel gemm);
   ~OpenClExecutable() override;
 
   void set_input(const std::string& name, const ir::Tensor& value) override;

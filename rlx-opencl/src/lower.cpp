@@ -333,7 +333,9 @@ void lower_matmul(Lowerer& L) {
   meta.insert(meta.end(), dims.begin(), dims.end());
   meta.insert(meta.end(), abs.begin(), abs.end());
   meta.insert(meta.end(), bbs.begin(), bbs.end());
-  Step& s = L.launch("matmul_f32_k");
+  const bool tiled =
+      L.gemm() == GemmKernel::tiled || (L.gemm() == GemmKernel::automatic && M >= 64);
+  Step& s = L.launch(tiled ? "matmul_f32_k" : "matmul_rows_f32_k");
   L.tensor(n.inputs[0], 4);
   L.tensor(n.inputs[1], 4);
   L.tensor(L.node(), 4);
@@ -341,12 +343,19 @@ void lower_matmul(Lowerer& L) {
     L.arg<cl_long>(v);
   L.meta(meta);
   s.dims = 3;
-  s.global[0] = static_cast<std::size_t>((N + 63) / 64 * 16);
-  s.global[1] = static_cast<std::size_t>((M + 63) / 64 * 16);
   s.global[2] = static_cast<std::size_t>(product(dims));
-  s.local[0] = 16;
-  s.local[1] = 16;
   s.local[2] = 1;
+  if (tiled) {
+    s.global[0] = static_cast<std::size_t>((N + 63) / 64 * 16);
+    s.global[1] = static_cast<std::size_t>((M + 63) / 64 * 16);
+    s.local[0] = 16;
+    s.local[1] = 16;
+  } else {
+    s.global[0] = static_cast<std::size_t>((N + 63) / 64 * 64);
+    s.global[1] = static_cast<std::size_t>(M);
+    s.local[0] = 64;
+    s.local[1] = 1;
+  }
 }
 
 void lower_reduce(Lowerer& L) {

@@ -17,9 +17,9 @@ public:
   /// Lowers into \p steps; kernels come from \p program; node buffers are located through
   /// \p exe; \p status is the error word; \p status_labels names the node of each error tag.
   Lowerer(const ir::Graph& g, const OpenClExecutable& exe, cl_program program, cl_mem status,
-          std::vector<Step>& steps, std::vector<std::string>& status_labels)
+          std::vector<Step>& steps, std::vector<std::string>& status_labels, GemmKernel gemm)
       : g_(g), exe_(exe), program_(program), status_(status), steps_(steps),
-        status_labels_(status_labels) {}
+        status_labels_(status_labels), gemm_(gemm) {}
 
   /// Appends the steps of node \p id (a computing node with a buffer; not a pure view).
   void lower(ir::NodeId id);
@@ -47,6 +47,8 @@ public:
 
   const ir::Graph& graph() const { return g_; }
   ir::NodeId node() const { return id_; }
+  /// The GEMM kernel choice of the backend's options.
+  GemmKernel gemm() const { return gemm_; }
 
 private:
   struct Deferred {
@@ -61,6 +63,7 @@ private:
   std::vector<std::string>& status_labels_;
   std::vector<std::int64_t> aux_;
   std::vector<Deferred> deferred_;
+  GemmKernel gemm_;
   ir::NodeId id_{};
   cl_uint next_arg_ = 0;
 };

@@ -66,7 +66,9 @@ TEST(Executable, ArenaLargerThanOneAllocationSplitsIntoBuffers) {
                                   {"b", random_f32(ir::Shape::of({64}), 3)}};
   const ir::Tensor want = ir::reference::evaluate(g, in, params)[0];
   for (std::int64_t limit : {std::int64_t{0}, std::int64_t{20000}}) {
-    OpenClBackend be(OpenClOptions{0, limit, {}});
+    OpenClOptions o;
+    o.max_buffer_bytes = limit;
+    OpenClBackend be(o);
     auto exe = compile_for(be, g);
     if (limit == 0)
       EXPECT_EQ(arena_buffer_count(*exe), 1);
@@ -130,7 +132,9 @@ TEST(Executable, GatherIndexOutOfRangeIsAnErrorNamingTheNode) {
 
 TEST(Devices, AMissingDeviceIsAClearError) {
   try {
-    OpenClBackend be(OpenClOptions{99, 0, {}});
+    OpenClOptions o;
+    o.device = 99;
+    OpenClBackend be(o);
     FAIL() << "device 99 opened";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("opencl:99"), std::string::npos) << e.what();

@@ -33,8 +33,9 @@ int main() {
     auto x = b.input("x", rlx::ir::Shape::of({4, 8}));
     auto w = b.param("w", rlx::ir::Shape::of({3, 8}));
     b.output(b.softmax(b.matmul(x, w, false, true)));
-    rlx::opencl::OpenClBackend backend(
-        rlx::opencl::OpenClOptions{0, 0, (tmp / "programs").string()});
+    rlx::opencl::OpenClOptions opts;
+    opts.cache_dir = (tmp / "programs").string();
+    rlx::opencl::OpenClBackend backend(opts);
     auto exe = backend.compile(rlx::compile::CompilePipeline(backend).run(g).lir);
     rlx::ir::Tensor xv(rlx::ir::Shape::of({4, 8})), wv(rlx::ir::Shape::of({3, 8}));
     for (std::int64_t i = 0; i < xv.numel(); ++i)

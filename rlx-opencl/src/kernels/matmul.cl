@@ -10,6 +10,19 @@
 #define MM_TN 64
 #define MM_TK 16
 
+/// Adds batch \p batch's offsets of A and B to \p aoff / \p boff. m: nb, batch dims[nb], A batch
+/// strides[nb], B batch strides[nb].
+inline void matmul_batch_offsets(__global const long* m, long batch, long* aoff, long* boff) {
+  const long nb = m[0];
+  long rest = batch;
+  for (long d = nb - 1; d >= 0; --d) {
+    const long dim = m[1 + d], i = rest % dim;
+    rest /= dim;
+    *aoff += i * m[1 + nb + d];
+    *boff += i * m[1 + 2 * nb + d];
+  }
+}
+
 /// meta: nb (batch rank), batch dims[nb], A batch strides[nb], B batch strides[nb]; C is
 /// contiguous [batch, M, N]. A(m, k) = A[m * a_rs + k * a_cs], B(k, n) = B[k * b_rs + n * b_cs].
 __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
@@ -23,15 +36,8 @@ matmul_f32_k(__global const float* A, long ao, __global const float* B, long bo,
   const long n0 = (long)get_group_id(0) * MM_TN, m0 = (long)get_group_id(1) * MM_TM;
   const long batch = get_global_id(2);
 
-  __global const long* m = meta + mo;
-  const long nb = m[0];
-  long rest = batch, aoff = ao, boff = bo;
-  for (long d = nb - 1; d >= 0; --d) {
-    const long dim = m[1 + d], i = rest % dim;
-    rest /= dim;
-    aoff += i * m[1 + nb + d];
-    boff += i * m[1 + 2 * nb + d];
-  }
+  long aoff = ao, boff = bo;
+  matmul_batch_offsets(meta + mo, batch, &aoff, &boff);
   A += aoff;
   B += boff;
   C += co + batch * M * N;
@@ -75,4 +81,24 @@ matmul_f32_k(__global const float* A, long ao, __global const float* B, long bo,
         C[gm * N + gn] = acc[i][j];
     }
   }
+}
+
+/// The same product with one item per element of C, each running the whole K loop through strides
+/// (no local memory, no padding): for products of fewer than 64 rows (decode steps, small batches),
+/// where a 64-row tile would compute mostly padding (see DESIGN.md, "GEMM").
+__kernel void matmul_rows_f32_k(__global const float* A, long ao, __global const float* B, long bo,
+                                __global float* C, long co, long M, long N, long K, long a_rs,
+                                long a_cs, long b_rs, long b_cs, __global const long* meta,
+                                long mo) {
+  const long n = get_global_id(0), mi = get_global_id(1), batch = get_global_id(2);
+  if (n >= N || mi >= M)
+    return;
+  long aoff = ao, boff = bo;
+  matmul_batch_offsets(meta + mo, batch, &aoff, &boff);
+  __global const float* a = A + aoff + mi * a_rs;
+  __global const float* b = B + boff + n * b_cs;
+  float acc = 0.0f;
+  for (long k = 0; k < K; ++k)
+    acc = fma(a[k * a_cs], b[k * b_rs], acc);
+  C[co + batch * M * N + mi * N + n] = acc;
 }

@@ -12,6 +12,13 @@
 
 namespace rlx::opencl {
 
+/// Which GEMM kernel runs MatMul.
+enum class GemmKernel : std::uint8_t {
+  automatic, ///< tiled for products of 64 rows or more, rows below (DESIGN.md, "GEMM")
+  tiled,     ///< 64 x 64 tiles staged in local memory (matmul_f32_k)
+  rows,      ///< one work-item per output element (matmul_rows_f32_k)
+};
+
 /// Options of the OpenCL backend, fixed when the backend is created.
 struct OpenClOptions {
   /// The device, numbered as list_devices() numbers them (`opencl:N`).
@@ -22,6 +29,8 @@ struct OpenClOptions {
   /// Folder of the on-disk program cache; empty means $RLX_OPENCL_CACHE_DIR, else
   /// $XDG_CACHE_HOME/rlx/opencl, else ~/.cache/rlx/opencl.
   std::string cache_dir;
+  /// The GEMM kernel (automatic unless a test or benchmark pins one).
+  GemmKernel gemm = GemmKernel::automatic;
 };
 
 struct DeviceRuntime;
