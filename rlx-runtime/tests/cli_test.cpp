@@ -107,7 +107,11 @@ TEST_F(Cli, BadInputsExitOneWithOneLine) {
   expect_error("run --model bert --hidden 100", 1, "give --heads");
   expect_error("run --model llama --heads 5", 1, "multiple of heads");
   expect_error("run --model mlp --layers 3", 1, "--dims");
+#ifdef RLX_HAS_OPENCL
+  expect_error("run --model bert --device opencl:99", 1, "no device opencl:99");
+#else
   expect_error("run --model bert --device opencl", 1, "no backend for device 'opencl'");
+#endif
   expect_error("run --graph " + path("none.json"), 1, "none.json");
 }
 
