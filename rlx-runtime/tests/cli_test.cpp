@@ -115,6 +115,15 @@ TEST_F(Cli, BadInputsExitOneWithOneLine) {
   expect_error("run --graph " + path("none.json"), 1, "none.json");
 }
 
+TEST_F(Cli, DevicesListsTheCpuFirst) {
+  Result r = rlx("devices");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("cpu\t", 0), 0u) << r.out;
+  r = rlx("devices --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"device\": \"cpu\""), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, ShapeMismatchAndMissingWeightsAreOneLine) {
   write_npy(path("x.npy"), ir::Tensor(ir::Shape::of({2, 5})));
   expect_error(std::string("run ") + kTinyMlp + " --input x=" + path("x.npy"), 1, "input 'x'");
