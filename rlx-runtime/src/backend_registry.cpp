@@ -59,6 +59,9 @@ void register_cpu_backend(BackendRegistry& registry, const cpu::CpuOptions& opts
 BackendRegistry builtin_backends(const cpu::CpuOptions& cpu) {
   BackendRegistry r;
   register_cpu_backend(r, cpu);
+#ifdef RLX_HAS_OPENCL
+  register_opencl_backend(r);
+#endif
   return r;
 }
 

@@ -51,8 +51,21 @@ TEST_F(Cli, BadInputsExitOneWithOneLine) {
   expect_error("run --model bert --hidden 100", 1, "give --heads");
   expect_error("run --model llama --heads 5", 1, "multiple of heads");
   expect_error("run --model mlp --layers 3", 1, "--dims");
+#ifdef RLX_HAS_OPENCL
+  expect_error("run --model bert --device opencl:99", 1, "no device opencl:99");
+#else
   expect_error("run --model bert --device opencl", 1, "no backend for device 'opencl'");
+#endif
   expect_error("run --graph " + path("none.json"), 1, "none.json");
+}
+
+TEST_F(Cli, DevicesListsTheCpuFirst) {
+  Result r = rlx("devices");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("cpu\t", 0), 0u) << r.out;
+  r = rlx("devices --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"device\": \"cpu\""), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, ShapeMismatchAndMissingWeightsAreOneLine) {

@@ -2,7 +2,7 @@
 # parity.sh: external parity: rlx reproduces PyTorch's outputs of the anchor models from their weights.
 #
 # Usage: scripts/anchors/parity.sh [--work DIR] [--models bert_base,bert_mini,llama,mlp]
-#                                  [--factor 8] [--no-perturbed] [--ort]
+#                                  [--factor 8] [--no-perturbed] [--ort] [--device cpu|opencl[:N]]
 # For each model: export_weights.py writes the torch weights (renamed to rlx's names) as safetensors,
 # the reference input and torch's float32 and float64 outputs; `rlx run` builds the same model from
 # config flags, loads the weights and runs the input; compare.py prints max abs / relative errors and
@@ -21,6 +21,7 @@ MODELS=bert_base,bert_mini,llama,mlp
 FACTOR=8
 VARIANTS="anchor perturbed"
 WITH_ORT=0
+DEVICE=cpu
 while [[ $# -gt 0 ]]; do
   case "$1" in
   --work) WORK="$2"; shift 2 ;;
@@ -28,6 +29,7 @@ while [[ $# -gt 0 ]]; do
   --factor) FACTOR="$2"; shift 2 ;;
   --no-perturbed) VARIANTS="anchor"; shift ;;
   --ort) WITH_ORT=1; shift ;;
+  --device) DEVICE="$2"; shift 2 ;;
   -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
   *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -55,7 +57,7 @@ for variant in $VARIANTS; do
     if [[ $name == mlp ]]; then batch=64; else batch=2; fi
     read -r -a flags <<<"$(rlx_model_flags "$name" "$batch" 128)"
     cmd=("$RLX_BIN" run "${flags[@]}" --weights "$dir/$name.safetensors"
-      --input "x=$dir/$name.x.npy" --output "y=$dir/$name.rlx.npy")
+      --input "x=$dir/$name.x.npy" --output "y=$dir/$name.rlx.npy" --device "$DEVICE")
     echo "# ${cmd[*]}"
     start=$(date +%s%N)
     if ! "${cmd[@]}" >"$dir/$name.rlx.log" 2>&1; then

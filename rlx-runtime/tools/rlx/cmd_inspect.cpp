@@ -1,6 +1,9 @@
 // cmd_inspect.cpp: `rlx inspect`: every pipeline stage, the fusion and dispatch reports, the memory
 // plan, the backend's kernel list, and optionally an SVG picture of the compiled graph.
 #include "commands.hpp"
+#ifdef RLX_HAS_OPENCL
+#include "rlx/opencl/backend.hpp"
+#endif
 #include "model_args.hpp"
 #include "report.hpp"
 #include "rlx/compile/inspect.hpp"
@@ -67,6 +70,13 @@ struct Inspect {
       std::cout << "# kernels (" << session.backend().name() << ")\n"
                 << cpu::kernel_listing(*exe) << "\n";
     }
+#ifdef RLX_HAS_OPENCL
+    if (kernels && session.device().kind == runtime::DeviceKind::opencl) {
+      auto exe = session.backend().compile(insp.result.lir);
+      std::cout << "# kernels (" << session.backend().name() << ")\n"
+                << opencl::kernel_listing(*exe) << "\n";
+    }
+#endif
     if (!svg.empty()) {
       const ir::Module& lir = insp.result.lir;
       picture << compile::to_svg(lir.graph(), &lir.plan());

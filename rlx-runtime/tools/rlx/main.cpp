@@ -34,9 +34,9 @@ int main(int argc, char** argv) {
   CLI::App app{"rlx: an ML compiler and runtime. Compile, run, inspect and benchmark models."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "rlx 0.1.0");
-  std::vector<rlx::cli::Command> commands{rlx::cli::add_demo(app), rlx::cli::add_run(app),
+  std::vector<rlx::cli::Command> commands{rlx::cli::add_demo(app),    rlx::cli::add_run(app),
                                           rlx::cli::add_inspect(app), rlx::cli::add_bench(app),
-                                          rlx::cli::add_export(app)};
+                                          rlx::cli::add_export(app),  rlx::cli::add_devices(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -261,7 +261,7 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
   app.add_option("--seed", a.seed, "seed of random weights and inputs")
       ->check(uint64_value())
       ->capture_default_str();
-  app.add_option("--device", a.device, "device: cpu (opencl in a later release)")
+  app.add_option("--device", a.device, "device: cpu, opencl or opencl:N (see rlx devices)")
       ->capture_default_str();
   app.add_option("--gemm", a.gemm, "cpu matrix-product library: onednn or openblas")
       ->check(CLI::IsMember({"onednn", "openblas"}))

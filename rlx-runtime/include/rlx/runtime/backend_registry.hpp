@@ -1,7 +1,7 @@
 // backend_registry.hpp: BackendRegistry, the explicit table of backend factories by device kind.
 //
 // There are no static initialisers: a registry is filled by explicit calls. builtin_backends()
-// registers the backends linked into rlx-runtime (the CPU backend; OpenCL joins in a later issue),
+// registers the backends linked into rlx-runtime (the CPU backend, and OpenCL when built with it),
 // and a program may register its own backend for a device kind (replacing the builtin one).
 #pragma once
 
@@ -51,7 +51,12 @@ private:
 /// error).
 void register_cpu_backend(BackendRegistry& registry, const cpu::CpuOptions& opts = {});
 
-/// A registry holding every backend built into rlx-runtime: the CPU backend with options \p cpu.
+/// Registers the OpenCL backend in \p registry (devices "opencl:N"); throws Error in a build
+/// without OpenCL (RLX_WITH_OPENCL=OFF).
+void register_opencl_backend(BackendRegistry& registry);
+
+/// A registry holding every backend built into rlx-runtime: the CPU backend with options \p cpu,
+/// and the OpenCL backend when the build has it.
 BackendRegistry builtin_backends(const cpu::CpuOptions& cpu = {});
 
 } // namespace rlx::runtime

@@ -1,0 +1,97 @@
+// gemm_bench.cpp: the OpenCL tiled GEMM against the CPU backend's oneDNN GEMM on the same shapes,
+// in one run (quote the ratio, not the absolute figure: the machine may be shared). Each benchmark
+// compiles a one-MatMul graph through the real pipeline and times Executable::execute() (on
+// OpenCL: every launch plus the wait for the queue). Counter: GFLOP/s.
+//
+// Set POCL_CACHE_DIR to a writable folder when the device is pocl.
+#include "rlx/compile/pipeline.hpp"
+#include "rlx/cpu/backend.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/opencl/backend.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+
+namespace {
+
+using namespace rlx;
+
+/// x [M, K] · W [N, K]ᵀ with W a Param, compiled for \p be, inputs set.
+std::unique_ptr<compile::Executable> compile_gemm(const compile::Backend& be, std::int64_t M,
+                                                  std::int64_t N, std::int64_t K) {
+  ir::Graph g("gemm");
+  ir::Builder b(g);
+  auto x = b.input("x", ir::Shape::of({M, K}));
+  auto w = b.param("w", ir::Shape::of({N, K}));
+  b.output(b.matmul(x, w, false, true));
+  compile::CompileOptions co;
+  co.fold_constants = false;
+  auto exe = be.compile(compile::CompilePipeline(be, co).run(g).lir);
+  for (bool param : {false, true})
+    for (ir::NodeId id : param ? g.params() : g.inputs()) {
+      ir::Tensor t(g.shape(id));
+      for (std::int64_t i = 0; i < t.numel(); ++i)
+        t.set_f64(i, 0.001 * static_cast<double>(i % 1000) - 0.5);
+      const std::string& name = g.node(id).attr<ir::LeafAttrs>().name;
+      if (param)
+        exe->set_param(name, t);
+      else
+        exe->set_input(name, t);
+    }
+  return exe;
+}
+
+void gemm(benchmark::State& state, const compile::Backend& be) {
+  const std::int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  auto exe = compile_gemm(be, M, N, K);
+  exe->execute(); // warm up (pocl compiles a kernel for its work-group size on first launch)
+  for (auto _ : state)
+    exe->execute();
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(M * N * K) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// The OpenCL backend with GEMM kernel \p k (one backend per kernel, made once).
+const opencl::OpenClBackend& opencl_backend(opencl::GemmKernel k) {
+  static std::map<opencl::GemmKernel, std::unique_ptr<opencl::OpenClBackend>> made;
+  auto& be = made[k];
+  if (!be) {
+    opencl::OpenClOptions o;
+    o.gemm = k;
+    be = std::make_unique<opencl::OpenClBackend>(o);
+  }
+  return *be;
+}
+
+void opencl_tiled_gemm(benchmark::State& state) {
+  state.SetLabel(opencl_backend(opencl::GemmKernel::tiled).device().name);
+  gemm(state, opencl_backend(opencl::GemmKernel::tiled));
+}
+
+void opencl_rows_gemm(benchmark::State& state) {
+  state.SetLabel(opencl_backend(opencl::GemmKernel::rows).device().name);
+  gemm(state, opencl_backend(opencl::GemmKernel::rows));
+}
+
+void cpu_gemm(benchmark::State& state) {
+  static const cpu::CpuBackend be;
+  gemm(state, be);
+}
+
+#define RLX_GEMM_SHAPES(fn)                                                                        \
+  BENCHMARK(fn)                                                                                    \
+      ->Args({1, 512, 784})                                                                        \
+      ->Args({256, 256, 256})                                                                      \
+      ->Args({128, 768, 768})                                                                      \
+      ->Unit(benchmark::kMillisecond)                                                              \
+      ->UseRealTime()
+
+RLX_GEMM_SHAPES(opencl_tiled_gemm);
+RLX_GEMM_SHAPES(opencl_rows_gemm);
+RLX_GEMM_SHAPES(cpu_gemm);
+
+} // namespace
+
+BENCHMARK_MAIN();

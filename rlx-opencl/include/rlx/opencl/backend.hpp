@@ -1,0 +1,80 @@
+// backend.hpp: the OpenCL backend: its options, the compile::Backend implementation, its factory
+// and inspection.
+#pragma once
+
+#include "rlx/compile/backend.hpp"
+#include "rlx/ir/claims.hpp"
+#include "rlx/opencl/devices.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace rlx::opencl {
+
+/// Which GEMM kernel runs MatMul.
+enum class GemmKernel : std::uint8_t {
+  automatic, ///< tiled for products of 64 rows or more, rows below (DESIGN.md, "GEMM")
+  tiled,     ///< 64 x 64 tiles staged in local memory (matmul_f32_k)
+  rows,      ///< one work-item per output element (matmul_rows_f32_k)
+};
+
+/// Options of the OpenCL backend, fixed when the backend is created.
+struct OpenClOptions {
+  /// The device, numbered as list_devices() numbers them (`opencl:N`).
+  int device = 0;
+  /// Largest single device buffer the arena may use, in bytes; 0 means the device's
+  /// CL_DEVICE_MAX_MEM_ALLOC_SIZE. A larger arena is split into several buffers.
+  std::int64_t max_buffer_bytes = 0;
+  /// Folder of the on-disk program cache; empty means $RLX_OPENCL_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/rlx/opencl, else ~/.cache/rlx/opencl.
+  std::string cache_dir;
+  /// The GEMM kernel (automatic unless a test or benchmark pins one).
+  GemmKernel gemm = GemmKernel::automatic;
+};
+
+struct DeviceRuntime;
+
+/// The OpenCL backend: claims opencl_claims() and compiles LIR into a flat list of kernel launches
+/// over one device arena, run on one in-order queue (see rlx-opencl/DESIGN.md). Creating it opens
+/// the device and builds (or loads from the disk cache) its program, once per process and device.
+class OpenClBackend final : public compile::Backend {
+public:
+  /// A backend on device \p opts.device; throws Error when there is no OpenCL runtime, no such
+  /// device, or its program does not build.
+  explicit OpenClBackend(OpenClOptions opts = {});
+  ~OpenClBackend() override;
+
+  /// \returns "opencl".
+  std::string name() const override;
+  /// \returns opencl_claims().
+  const ir::ClaimSet& claims() const override;
+  /// \returns the device's base-address alignment (at least 64 bytes): every arena slot starts
+  /// on it.
+  std::int64_t alignment() const override;
+  /// Compiles an LIR module planned with this backend's alignment(). Throws Error naming the node
+  /// when an op is not claimed or a kernel cannot take it.
+  std::unique_ptr<compile::Executable> compile(const ir::Module& lir) const override;
+
+  /// The options the backend was created with.
+  const OpenClOptions& options() const { return opts_; }
+  /// The device it runs on.
+  const DeviceInfo& device() const;
+
+private:
+  OpenClOptions opts_;
+  std::shared_ptr<DeviceRuntime> rt_;
+};
+
+/// Creates an OpenCL backend (the factory the runtime's backend registry calls).
+std::unique_ptr<compile::Backend> make_opencl_backend(const OpenClOptions& opts = {});
+
+/// One line per launch of an OpenCL executable, in execution order: node, op, kernel and arena
+/// locations. Throws Error when \p exe was not made by an OpenClBackend.
+std::string kernel_listing(const compile::Executable& exe);
+
+/// The number of arena buffers of an OpenCL executable (1 unless the arena is larger than the
+/// largest allocation). Throws Error when \p exe was not made by an OpenClBackend.
+int arena_buffer_count(const compile::Executable& exe);
+
+} // namespace rlx::opencl

@@ -1,0 +1,72 @@
+// claims.cpp: the OpenCL claim set (op kinds x dtypes, claimed only where a kernel of the program
+// runs them) and the ops it leaves to the compile pipeline, each with its reason.
+#include "rlx/opencl/claims.hpp"
+
+#include <array>
+
+namespace rlx::opencl {
+namespace {
+
+using ir::DType;
+using K = ir::OpKind;
+
+constexpr std::array kUnclaimed = {
+    UnclaimedOp{K::DotGeneral, "lowered to Transpose / Reshape / MatMul by the compile pipeline"},
+    UnclaimedOp{K::DenseSolve, "no OpenCL kernel (a pivoted solve is serial; CPU only for now)"},
+    UnclaimedOp{K::ScatterAdd, "no OpenCL kernel yet (needs atomic float adds; training only)"},
+    UnclaimedOp{K::ArgMax, "no OpenCL kernel yet"},
+    UnclaimedOp{K::SoftmaxCrossEntropy,
+                "decomposed into Reduce, Exp, Log, Compare and Where by the compile pipeline"},
+    UnclaimedOp{K::Conv2d, "no OpenCL kernel yet (no conv workload in BERT / LLaMA / MLP)"},
+    UnclaimedOp{K::Pool2d, "no OpenCL kernel yet (no pooling workload in BERT / LLaMA / MLP)"},
+    UnclaimedOp{K::If, "lowered to Where over both inlined branches by the compile pipeline"},
+    UnclaimedOp{K::While, "unrolled up to max_iterations by the compile pipeline"},
+    UnclaimedOp{K::Custom, "custom ops run host reference kernels: CPU only"},
+    UnclaimedOp{K::CustomFn, "its body is inlined by the compile pipeline"},
+    UnclaimedOp{K::Quantize, "no OpenCL kernel yet (round-half-even + clamp to i8)"},
+    UnclaimedOp{K::FakeQuantize, "decomposed into Quantize / Dequantize by the compile pipeline"},
+    UnclaimedOp{K::Linear, "HIR block: lowered to MatMul (+ Add, activation) before MIR"},
+    UnclaimedOp{K::AttentionBlock, "HIR block: lowered to MatMul, Rope and Attention before MIR"},
+    UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
+    UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
+    UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
+};
+
+ir::ClaimSet build_claims() {
+  ir::ClaimSet c;
+  // Leaves are buffers; data movement copies elements by storage size, exact for every dtype
+  // (Where's claim is checked on its bool condition and its result, both any dtype here).
+  for (K k : {K::Input, K::Param, K::Constant, K::Reshape, K::Transpose, K::Narrow, K::Concat,
+              K::Expand, K::Gather, K::Where})
+    c.claim(k);
+  // The program's math is f32: unary / binary math, matrix products, reductions, norms,
+  // attention, RoPE. Other float dtypes are left to the CPU (no f64 / f16 kernels yet).
+  for (K k :
+       {K::Neg,     K::Abs,       K::Exp,    K::Log,    K::Sqrt,     K::Rsqrt,      K::Reciprocal,
+        K::Tanh,    K::Sigmoid,   K::Relu,   K::Gelu,   K::GeluTanh, K::Silu,       K::Sin,
+        K::Cos,     K::Erf,       K::Add,    K::Sub,    K::Mul,      K::Div,        K::Pow,
+        K::Maximum, K::Minimum,   K::MatMul, K::Reduce, K::Softmax,  K::LogSoftmax, K::LayerNorm,
+        K::RmsNorm, K::Attention, K::Rope})
+    c.claim(k, {DType::f32});
+  // Compare: f32 or integer operands, bool result.
+  c.claim(K::Compare, {DType::f32, DType::i8, DType::i32, DType::i64, DType::u8, DType::boolean});
+  // Cast between the types cast_k converts (source and target must both be listed).
+  c.claim(K::Cast, {DType::f32, DType::i8, DType::i32, DType::i64, DType::u8, DType::boolean});
+  // int8: i8 in, f32 out, computed in double where the device has it (the decomposition into
+  // Cast / Sub / Mul would round the scale to f32 first).
+  c.claim(K::Dequantize, {DType::i8, DType::f32});
+  return c;
+}
+
+} // namespace
+
+const ir::ClaimSet& opencl_claims() {
+  static const ir::ClaimSet claims = build_claims();
+  return claims;
+}
+
+std::span<const UnclaimedOp> opencl_unclaimed() {
+  return kUnclaimed;
+}
+
+} // namespace rlx::opencl

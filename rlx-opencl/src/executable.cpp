@@ -1,0 +1,259 @@
+// executable.cpp: OpenClExecutable: the arena (split when it exceeds the largest allocation),
+// constants and metadata uploaded once, the step list, I/O and the run.
+#include "executable.hpp"
+
+#include "lower.hpp"
+#include "rlx/compile/memory_plan.hpp"
+#include "rlx/ir/error.hpp"
+#include "rlx/opencl/claims.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace rlx::opencl {
+
+std::vector<std::pair<std::int64_t, std::int64_t>>
+split_arena(std::vector<std::pair<std::int64_t, std::int64_t>> extents, std::int64_t max_chunk) {
+  std::sort(extents.begin(), extents.end());
+  // Groups of overlapping extents: a chunk boundary may only fall between groups.
+  std::vector<std::pair<std::int64_t, std::int64_t>> groups;
+  for (const auto& [b, e] : extents) {
+    if (e <= b)
+      continue;
+    if (!groups.empty() && b < groups.back().second)
+      groups.back().second = std::max(groups.back().second, e);
+    else
+      groups.emplace_back(b, e);
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> chunks;
+  for (const auto& [b, e] : groups) {
+    if (e - b > max_chunk)
+      throw Error("rlx-opencl: buffers overlapping at arena bytes [" + std::to_string(b) + ", " +
+                  std::to_string(e) + ") need " + std::to_string(e - b) +
+                  " bytes in one allocation; the device allows at most " +
+                  std::to_string(max_chunk));
+    if (!chunks.empty() && e - chunks.back().first <= max_chunk)
+      chunks.back().second = e;
+    else
+      chunks.emplace_back(b, e);
+  }
+  return chunks;
+}
+
+OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<DeviceRuntime> rt,
+                                   std::int64_t alignment, std::int64_t max_chunk, GemmKernel gemm)
+    : rt_(std::move(rt)) {
+  if (lir.stage() != ir::Stage::lir)
+    throw Error("rlx-opencl: compile needs an LIR module (MIR + memory plan), got " +
+                std::string(ir::stage_name(lir.stage())));
+  const ir::Graph& g = lir.graph();
+  const ir::MemoryPlan& plan = lir.plan();
+  if (plan.assignments.size() != g.size())
+    throw Error("rlx-opencl: the memory plan has " + std::to_string(plan.assignments.size()) +
+                " slots for " + std::to_string(g.size()) + " nodes");
+  if (plan.alignment % alignment != 0)
+    throw Error("rlx-opencl: the memory plan's alignment " + std::to_string(plan.alignment) +
+                " is not a multiple of the device's base-address alignment " +
+                std::to_string(alignment) + " (plan with the backend's alignment())");
+  for (ir::NodeId id : g.ids())
+    if (!g.shape(id).is_static())
+      throw Error("rlx-opencl: " + ir::describe(g, id) + " has symbolic type " + g.shape(id).str() +
+                  "; bind the symbols before compiling");
+  cl_context ctx = rt_->context.get();
+  cl_command_queue q = rt_->queue.get();
+
+  // The arena: one buffer, or several split between buffers no slot crosses.
+  std::vector<std::pair<std::int64_t, std::int64_t>> extents;
+  for (const ir::BufferSlot& s : plan.assignments) {
+    if (s.storage == ir::Storage::none || s.storage == ir::Storage::view || s.bytes == 0)
+      continue;
+    if (s.offset < 0 || s.offset + s.bytes > plan.arena_size)
+      throw Error("rlx-opencl: a memory plan slot lies outside the arena");
+    extents.emplace_back(s.offset, s.offset + s.bytes);
+  }
+  for (const ir::ScratchSlot& s : plan.scratch)
+    extents.emplace_back(s.offset, s.offset + s.bytes);
+  for (const auto& [b, e] : split_arena(extents, max_chunk)) {
+    cl_int err = CL_SUCCESS;
+    Chunk c{b, e,
+            Mem(clCreateBuffer(ctx, CL_MEM_READ_WRITE, static_cast<std::size_t>(e - b), nullptr,
+                               &err))};
+    check(err, "clCreateBuffer of " + std::to_string(e - b) + " arena bytes");
+    device_bytes_ += e - b;
+    chunks_.push_back(std::move(c));
+  }
+  cl_int err = CL_SUCCESS;
+  status_ = Mem(clCreateBuffer(ctx, CL_MEM_READ_WRITE, 2 * sizeof(cl_int), nullptr, &err));
+  check(err, "clCreateBuffer (status)");
+  const cl_int zero[2] = {0, 0};
+  check(clEnqueueWriteBuffer(q, status_.get(), CL_TRUE, 0, sizeof zero, zero, 0, nullptr, nullptr),
+        "clEnqueueWriteBuffer (status)");
+
+  plan_ = &plan;
+  const ir::ClaimSet& claims = opencl_claims();
+  Lowerer lower(g, *this, rt_->program.get(), status_.get(), steps_, status_labels_, gemm);
+  for (ir::NodeId id : plan.schedule) {
+    const ir::Node& n = g.node(id);
+    const ir::BufferSlot& slot = plan.slot(id);
+    if (n.op == ir::OpKind::Input || n.op == ir::OpKind::Param) {
+      auto& leaves = n.op == ir::OpKind::Input ? inputs_ : params_;
+      leaves[n.attr<ir::LeafAttrs>().name] =
+          Leaf{n.shape, n.shape.bytes() > 0 ? loc(g, id) : Loc{}, false};
+      continue;
+    }
+    if (n.op == ir::OpKind::Constant) {
+      const ir::Tensor& v = n.attr<ir::ConstantAttrs>().value;
+      if (slot.storage != ir::Storage::none && v.nbytes() > 0) {
+        const Loc l = loc(g, id);
+        check(clEnqueueWriteBuffer(q, l.mem, CL_TRUE, static_cast<std::size_t>(l.offset),
+                                   v.nbytes(), v.raw(), 0, nullptr, nullptr),
+              "uploading " + ir::describe(g, id));
+      }
+      continue;
+    }
+    if (slot.storage == ir::Storage::none || n.shape.numel() == 0)
+      continue;
+    if (!claims.supports(g, id))
+      throw Error("rlx-opencl: cannot run " + ir::describe(g, id) + " on " +
+                  std::string(ir::dtype_name(n.shape.dtype)) +
+                  ": the OpenCL backend does not claim it (legalise the graph first)");
+    if (compile::is_pure_view(g, id)) {
+      if (slot.storage == ir::Storage::view)
+        continue; // aliased by the planner: nothing to run
+      Step s;     // a view with a buffer of its own: copy the viewed bytes
+      s.copy_src = loc(g, n.inputs[0]);
+      s.copy_src.offset += compile::view_byte_offset(g, id);
+      s.copy_dst = loc(g, id);
+      s.copy_bytes = n.shape.bytes();
+      s.label = "%" + std::to_string(id.v) + " " + std::string(ir::op_name(n.op)) + " [copy]";
+      steps_.push_back(std::move(s));
+      continue;
+    }
+    lower.lower(id);
+  }
+
+  const auto& words = lower.aux();
+  const std::size_t aux_bytes = std::max<std::size_t>(words.size(), 1) * sizeof(std::int64_t);
+  aux_ = Mem(clCreateBuffer(ctx, CL_MEM_READ_ONLY, aux_bytes, nullptr, &err));
+  check(err, "clCreateBuffer (kernel metadata)");
+  if (!words.empty())
+    check(clEnqueueWriteBuffer(q, aux_.get(), CL_TRUE, 0, words.size() * sizeof(std::int64_t),
+                               words.data(), 0, nullptr, nullptr),
+          "uploading the kernel metadata");
+  device_bytes_ += static_cast<std::int64_t>(aux_bytes);
+  lower.bind_aux(aux_.get());
+
+  for (ir::NodeId o : g.outputs())
+    outputs_.push_back({g.shape(o), g.shape(o).bytes() > 0 ? loc(g, o) : Loc{}});
+  plan_ = nullptr;
+}
+
+OpenClExecutable::~OpenClExecutable() = default;
+
+Loc OpenClExecutable::loc(const ir::Graph& g, ir::NodeId id) const {
+  const ir::BufferSlot& s = plan_ ? plan_->slot(id) : ir::BufferSlot{};
+  if (s.storage == ir::Storage::none)
+    throw Error("rlx-opencl: " + ir::describe(g, id) + " has no buffer in the memory plan");
+  for (const Chunk& c : chunks_)
+    if (s.offset >= c.begin && s.offset + s.bytes <= c.end)
+      return {c.mem.get(), s.offset - c.begin};
+  throw Error("rlx-opencl: the buffer of " + ir::describe(g, id) + " lies in no arena chunk");
+}
+
+void OpenClExecutable::upload(std::map<std::string, Leaf>& leaves, const char* what,
+                              const std::string& name, const ir::Tensor& value) {
+  auto it = leaves.find(name);
+  if (it == leaves.end()) {
+    std::string known;
+    for (const auto& [n, l] : leaves)
+      known += (known.empty() ? "" : ", ") + n;
+    throw Error(std::string(what) + ": the graph has no " +
+                (&leaves == &inputs_ ? "input" : "param") + " named '" + name +
+                "' (it has: " + (known.empty() ? "none" : known) + ")");
+  }
+  Leaf& leaf = it->second;
+  if (value.shape() != leaf.shape)
+    throw Error(std::string(what) + " '" + name + "': expected " + leaf.shape.str() + ", got " +
+                value.shape().str());
+  if (value.nbytes() > 0)
+    check(clEnqueueWriteBuffer(rt_->queue.get(), leaf.loc.mem, CL_TRUE,
+                               static_cast<std::size_t>(leaf.loc.offset), value.nbytes(),
+                               value.raw(), 0, nullptr, nullptr),
+          std::string(what) + " '" + name + "'");
+  leaf.set = true;
+}
+
+void OpenClExecutable::set_input(const std::string& name, const ir::Tensor& value) {
+  upload(inputs_, "set_input", name, value);
+}
+
+void OpenClExecutable::set_param(const std::string& name, const ir::Tensor& value) {
+  upload(params_, "set_param", name, value);
+}
+
+void OpenClExecutable::execute() {
+  for (const auto* leaves : {&inputs_, &params_})
+    for (const auto& [name, leaf] : *leaves)
+      if (!leaf.set)
+        throw Error(std::string("execute: ") + (leaves == &inputs_ ? "input" : "param") + " '" +
+                    name + "' was never set");
+  cl_command_queue q = rt_->queue.get();
+  // The one execution path: every step, in schedule order, on the in-order queue.
+  for (const Step& s : steps_) {
+    if (!s.kernel) {
+      check(clEnqueueCopyBuffer(q, s.copy_src.mem, s.copy_dst.mem,
+                                static_cast<std::size_t>(s.copy_src.offset),
+                                static_cast<std::size_t>(s.copy_dst.offset),
+                                static_cast<std::size_t>(s.copy_bytes), 0, nullptr, nullptr),
+            s.label);
+      continue;
+    }
+    const bool local = s.local[0] != 0;
+    check(clEnqueueNDRangeKernel(q, s.kernel.get(), s.dims, nullptr, s.global,
+                                 local ? s.local : nullptr, 0, nullptr, nullptr),
+          s.label);
+  }
+  if (status_labels_.empty()) {
+    check(clFinish(q), "clFinish");
+    return;
+  }
+  // Kernels that can fail report through the status word: one small read, which also waits.
+  cl_int status[2] = {0, 0};
+  check(
+      clEnqueueReadBuffer(q, status_.get(), CL_TRUE, 0, sizeof status, status, 0, nullptr, nullptr),
+      "reading the status word");
+  if (status[0] != 0) {
+    const cl_int zero[2] = {0, 0};
+    check(
+        clEnqueueWriteBuffer(q, status_.get(), CL_TRUE, 0, sizeof zero, zero, 0, nullptr, nullptr),
+        "clearing the status word");
+    const std::string who =
+        status[1] >= 1 && static_cast<std::size_t>(status[1]) <= status_labels_.size()
+            ? status_labels_[static_cast<std::size_t>(status[1] - 1)]
+            : std::string("a kernel");
+    throw Error("execute: " + who + ": an index is out of range");
+  }
+}
+
+ir::Tensor OpenClExecutable::output(std::size_t index) const {
+  if (index >= outputs_.size())
+    throw Error("output: index " + std::to_string(index) + " is out of range (the graph has " +
+                std::to_string(outputs_.size()) + " outputs)");
+  const Output& o = outputs_[index];
+  ir::Tensor t(o.shape);
+  if (t.nbytes() > 0)
+    check(clEnqueueReadBuffer(rt_->queue.get(), o.loc.mem, CL_TRUE,
+                              static_cast<std::size_t>(o.loc.offset), t.nbytes(), t.raw(), 0,
+                              nullptr, nullptr),
+          "reading output " + std::to_string(index));
+  return t;
+}
+
+std::string OpenClExecutable::listing() const {
+  std::ostringstream os;
+  for (const Step& s : steps_)
+    os << s.label << "\n";
+  return os.str();
+}
+
+} // namespace rlx::opencl

@@ -1,0 +1,99 @@
+// executable.hpp (private): OpenClExecutable, one device arena and one flat list of launches on
+// the device's in-order queue.
+#pragma once
+
+#include "cl.hpp"
+#include "rlx/compile/backend.hpp"
+#include "rlx/ir/module.hpp"
+#include "rlx/opencl/backend.hpp"
+#include "runtime.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rlx::opencl {
+
+/// Where a buffer lives: an arena chunk and a byte offset in it.
+struct Loc {
+  cl_mem mem = nullptr;
+  std::int64_t offset = 0;
+};
+
+/// One step of a run: a kernel launch (every argument set at compile time) or a buffer copy.
+struct Step {
+  Kernel kernel; ///< null for a copy
+  cl_uint dims = 1;
+  std::size_t global[3] = {1, 1, 1};
+  std::size_t local[3] = {0, 0, 0}; ///< all 0: the implementation chooses
+  Loc copy_src, copy_dst;           ///< for a copy
+  std::int64_t copy_bytes = 0;
+  std::string label;
+};
+
+/// Splits an arena into chunks of at most \p max_chunk bytes at boundaries no buffer crosses:
+/// \p extents are the [offset, offset + bytes) ranges of every planned buffer. \returns each
+/// chunk's [begin, end). Throws Error when one group of overlapping buffers alone exceeds
+/// \p max_chunk.
+std::vector<std::pair<std::int64_t, std::int64_t>>
+split_arena(std::vector<std::pair<std::int64_t, std::int64_t>> extents, std::int64_t max_chunk);
+
+/// A compiled graph on one OpenCL device. Compile time allocates the arena (one buffer, or several
+/// when it exceeds the largest allocation), uploads constants and the kernels' metadata, creates
+/// every kernel with its arguments; execute() enqueues the steps on the in-order queue and waits
+/// once; output() reads one result back. Not safe to use from two threads at once.
+class OpenClExecutable final : public compile::Executable {
+public:
+  /// Compiles \p lir for \p rt's device; \p alignment is the backend's; \p max_chunk the largest
+  /// arena buffer; \p gemm the MatMul kernel (automatic: by the product's rows).
+  OpenClExecutable(const ir::Module& lir, std::shared_ptr<DeviceRuntime> rt, std::int64_t alignment,
+                   std::int64_t max_chunk, GemmKernel gemm);
+  ~OpenClExecutable() override;
+
+  void set_input(const std::string& name, const ir::Tensor& value) override;
+  void set_param(const std::string& name, const ir::Tensor& value) override;
+  void execute() override;
+  ir::Tensor output(std::size_t index) const override;
+  std::int64_t device_bytes() const override { return device_bytes_; }
+
+  /// One line per step (see kernel_listing()).
+  std::string listing() const;
+  /// The number of arena buffers.
+  int buffer_count() const { return static_cast<int>(chunks_.size()); }
+
+  /// The location of node \p id's planned buffer (used while lowering).
+  Loc loc(const ir::Graph& g, ir::NodeId id) const;
+
+private:
+  struct Leaf {
+    ir::Shape shape;
+    Loc loc;
+    bool set = false;
+  };
+  struct Output {
+    ir::Shape shape;
+    Loc loc;
+  };
+  struct Chunk {
+    std::int64_t begin = 0, end = 0;
+    Mem mem;
+  };
+
+  void upload(std::map<std::string, Leaf>& leaves, const char* what, const std::string& name,
+              const ir::Tensor& value);
+
+  std::shared_ptr<DeviceRuntime> rt_;
+  const ir::MemoryPlan* plan_ = nullptr; ///< while compiling
+  std::vector<Chunk> chunks_;
+  Mem aux_;    ///< kernel metadata and tables, uploaded once
+  Mem status_; ///< the error word kernels report through (present when a kernel can fail)
+  std::vector<std::string> status_labels_;
+  std::int64_t device_bytes_ = 0;
+  std::map<std::string, Leaf> inputs_, params_;
+  std::vector<Output> outputs_;
+  std::vector<Step> steps_;
+};
+
+} // namespace rlx::opencl

@@ -1,0 +1,104 @@
+// matmul.cl: the tiled f32 GEMM. C[b] = A[b] · B[b] for every batch b, where A(m, k) and B(k, n)
+// are read through strides (so transpose flags cost nothing) and batch broadcasting is zero batch
+// strides.
+//
+// A work-group of 16 x 16 items computes a 64 x 64 tile of C; each item a 4 x 4 block whose rows
+// and columns are 16 apart (so neighbouring items read neighbouring local-memory words). The K
+// loop stages a 64 x 16 tile of A and a 16 x 64 tile of B in local memory; each item loads 4
+// elements of each, along whichever axis is contiguous in global memory.
+#define MM_TM 64
+#define MM_TN 64
+#define MM_TK 16
+
+/// Adds batch \p batch's offsets of A and B to \p aoff / \p boff. m: nb, batch dims[nb], A batch
+/// strides[nb], B batch strides[nb].
+inline void matmul_batch_offsets(__global const long* m, long batch, long* aoff, long* boff) {
+  const long nb = m[0];
+  long rest = batch;
+  for (long d = nb - 1; d >= 0; --d) {
+    const long dim = m[1 + d], i = rest % dim;
+    rest /= dim;
+    *aoff += i * m[1 + nb + d];
+    *boff += i * m[1 + 2 * nb + d];
+  }
+}
+
+/// meta: nb (batch rank), batch dims[nb], A batch strides[nb], B batch strides[nb]; C is
+/// contiguous [batch, M, N]. A(m, k) = A[m * a_rs + k * a_cs], B(k, n) = B[k * b_rs + n * b_cs].
+__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
+matmul_f32_k(__global const float* A, long ao, __global const float* B, long bo, __global float* C,
+             long co, long M, long N, long K, long a_rs, long a_cs, long b_rs, long b_cs,
+             __global const long* meta, long mo) {
+  __local float As[MM_TK][MM_TM + 1];
+  __local float Bs[MM_TK][MM_TN + 1];
+  const int lx = get_local_id(0), ly = get_local_id(1);
+  const int t = ly * 16 + lx;
+  const long n0 = (long)get_group_id(0) * MM_TN, m0 = (long)get_group_id(1) * MM_TM;
+  const long batch = get_global_id(2);
+
+  long aoff = ao, boff = bo;
+  matmul_batch_offsets(meta + mo, batch, &aoff, &boff);
+  A += aoff;
+  B += boff;
+  C += co + batch * M * N;
+  const bool a_kfast = a_cs == 1, b_nfast = b_cs == 1;
+
+  float acc[4][4];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      acc[i][j] = 0.0f;
+
+  for (long k0 = 0; k0 < K; k0 += MM_TK) {
+    for (int r = 0; r < 4; ++r) {
+      const int e = t + 256 * r;
+      const int mm = a_kfast ? e / MM_TK : e % MM_TM, ka = a_kfast ? e % MM_TK : e / MM_TM;
+      const long gm = m0 + mm, gka = k0 + ka;
+      As[ka][mm] = gm < M && gka < K ? A[gm * a_rs + gka * a_cs] : 0.0f;
+      const int nn = b_nfast ? e % MM_TN : e / MM_TK, kb = b_nfast ? e / MM_TN : e % MM_TK;
+      const long gn = n0 + nn, gkb = k0 + kb;
+      Bs[kb][nn] = gn < N && gkb < K ? B[gkb * b_rs + gn * b_cs] : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int kk = 0; kk < MM_TK; ++kk) {
+      float a[4], b[4];
+      for (int i = 0; i < 4; ++i)
+        a[i] = As[kk][ly + 16 * i];
+      for (int j = 0; j < 4; ++j)
+        b[j] = Bs[kk][lx + 16 * j];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+          acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const long gm = m0 + ly + 16 * i;
+    if (gm >= M)
+      continue;
+    for (int j = 0; j < 4; ++j) {
+      const long gn = n0 + lx + 16 * j;
+      if (gn < N)
+        C[gm * N + gn] = acc[i][j];
+    }
+  }
+}
+
+/// The same product with one item per element of C, each running the whole K loop through strides
+/// (no local memory, no padding): for products of fewer than 64 rows (decode steps, small batches),
+/// where a 64-row tile would compute mostly padding (see DESIGN.md, "GEMM").
+__kernel void matmul_rows_f32_k(__global const float* A, long ao, __global const float* B, long bo,
+                                __global float* C, long co, long M, long N, long K, long a_rs,
+                                long a_cs, long b_rs, long b_cs, __global const long* meta,
+                                long mo) {
+  const long n = get_global_id(0), mi = get_global_id(1), batch = get_global_id(2);
+  if (n >= N || mi >= M)
+    return;
+  long aoff = ao, boff = bo;
+  matmul_batch_offsets(meta + mo, batch, &aoff, &boff);
+  __global const float* a = A + aoff + mi * a_rs;
+  __global const float* b = B + boff + n * b_cs;
+  float acc = 0.0f;
+  for (long k = 0; k < K; ++k)
+    acc = fma(a[k * a_cs], b[k * b_rs], acc);
+  C[co + batch * M * N + mi * N + n] = acc;
+}

@@ -1,0 +1,691 @@
+// lower.cpp: every op family's lowering to launches of the program's kernels, and the switch over
+// ops.def that picks the family.
+#include "lower.hpp"
+
+#include "rlx/ir/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <numeric>
+
+namespace rlx::opencl {
+namespace {
+
+using ir::DType;
+using K = ir::OpKind;
+using Sizes = std::vector<std::int64_t>;
+
+/// Strides (in elements) of a row-major operand of \p in read as the broadcast shape \p out:
+/// trailing-aligned, 0 where the operand has size 1 (or lacks the dim).
+Sizes broadcast_strides(const Sizes& in, const Sizes& out) {
+  Sizes st(out.size(), 0);
+  const Sizes c = ir::contiguous_strides(in);
+  const std::size_t lead = out.size() - in.size();
+  for (std::size_t i = 0; i < in.size(); ++i)
+    st[lead + i] = in[i] == 1 ? 0 : c[i];
+  return st;
+}
+
+/// The metadata of a strided walk over \p dims with one stride list per operand: size-1 dims
+/// dropped, neighbouring dims merged when every operand walks them as one. Layout: rank, dims,
+/// then each stride list.
+std::vector<std::int64_t> strided_meta(Sizes dims, std::vector<Sizes> strides) {
+  Sizes d;
+  std::vector<Sizes> s(strides.size());
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1)
+      continue;
+    bool merge = !d.empty();
+    for (std::size_t k = 0; k < strides.size() && merge; ++k)
+      merge = s[k].back() == strides[k][i] * dims[i];
+    if (merge) {
+      d.back() *= dims[i];
+      for (std::size_t k = 0; k < strides.size(); ++k)
+        s[k].back() = strides[k][i];
+      continue;
+    }
+    d.push_back(dims[i]);
+    for (std::size_t k = 0; k < strides.size(); ++k)
+      s[k].push_back(strides[k][i]);
+  }
+  std::vector<std::int64_t> m{static_cast<std::int64_t>(d.size())};
+  m.insert(m.end(), d.begin(), d.end());
+  for (const Sizes& x : s)
+    m.insert(m.end(), x.begin(), x.end());
+  return m;
+}
+
+/// The product of dims [from, to) of \p s (to clamped to the rank).
+std::int64_t product(const Sizes& s, std::size_t from, std::size_t to) {
+  to = std::min(to, s.size());
+  return from >= to ? 1
+                    : std::accumulate(s.begin() + static_cast<std::ptrdiff_t>(from),
+                                      s.begin() + static_cast<std::ptrdiff_t>(to), std::int64_t{1},
+                                      std::multiplies<>());
+}
+std::int64_t product(const Sizes& s) {
+  return product(s, 0, s.size());
+}
+
+/// The copy / where / gather kernel of elements of \p bytes bytes.
+std::string sized(const char* family, std::size_t bytes) {
+  switch (bytes) {
+  case 1:
+    return std::string(family) + "_uchar";
+  case 2:
+    return std::string(family) + "_ushort";
+  case 4:
+    return std::string(family) + "_uint";
+  case 8:
+    return std::string(family) + "_ulong";
+  default:
+    throw Error("rlx-opencl: no " + std::string(family) + " kernel for " + std::to_string(bytes) +
+                "-byte elements");
+  }
+}
+
+int unary_code(K op) {
+  switch (op) {
+  case K::Neg:
+    return 0;
+  case K::Abs:
+    return 1;
+  case K::Exp:
+    return 2;
+  case K::Log:
+    return 3;
+  case K::Sqrt:
+    return 4;
+  case K::Rsqrt:
+    return 5;
+  case K::Reciprocal:
+    return 6;
+  case K::Tanh:
+    return 7;
+  case K::Sigmoid:
+    return 8;
+  case K::Relu:
+    return 9;
+  case K::Gelu:
+    return 10;
+  case K::GeluTanh:
+    return 11;
+  case K::Silu:
+    return 12;
+  case K::Sin:
+    return 13;
+  case K::Cos:
+    return 14;
+  case K::Erf:
+    return 15;
+  default:
+    throw Error("rlx-opencl: not a unary op");
+  }
+}
+
+int binary_code(K op) {
+  switch (op) {
+  case K::Add:
+    return 0;
+  case K::Sub:
+    return 1;
+  case K::Mul:
+    return 2;
+  case K::Div:
+    return 3;
+  case K::Pow:
+    return 4;
+  case K::Maximum:
+    return 5;
+  case K::Minimum:
+    return 6;
+  default:
+    throw Error("rlx-opencl: not a binary op");
+  }
+}
+
+// ---- op families ------------------------------------------------------------------------------
+
+void lower_unary(Lowerer& L) {
+  const ir::Node& n = L.graph().node(L.node());
+  L.launch("unary_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(L.node(), 4);
+  L.arg<cl_long>(n.shape.numel());
+  L.arg<cl_int>(unary_code(n.op));
+  L.range1(n.shape.numel());
+}
+
+void lower_binary(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes out = n.shape.sizes();
+  const Sizes a = g.shape(n.inputs[0]).sizes(), b = g.shape(n.inputs[1]).sizes();
+  const bool compare = n.op == K::Compare;
+  L.launch(compare ? "compare_k" : "binary_f32_k");
+  const DType dt = g.shape(n.inputs[0]).dtype;
+  const std::int64_t unit = compare ? 1 : 4;
+  L.tensor(n.inputs[0], unit);
+  L.tensor(n.inputs[1], unit);
+  if (compare)
+    L.arg<cl_int>(static_cast<int>(dt));
+  L.tensor(L.node(), unit);
+  L.arg<cl_long>(n.shape.numel());
+  L.arg<cl_int>(compare ? static_cast<int>(n.attr<ir::CompareAttrs>().op) : binary_code(n.op));
+  L.meta(strided_meta(out, {broadcast_strides(a, out), broadcast_strides(b, out)}));
+  L.range1(n.shape.numel());
+}
+
+void lower_where(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes out = n.shape.sizes();
+  const std::int64_t es = static_cast<std::int64_t>(ir::dtype_size(n.shape.dtype));
+  L.launch(sized("where", static_cast<std::size_t>(es)).c_str());
+  L.tensor(n.inputs[0], 1);
+  L.tensor(n.inputs[1], es);
+  L.tensor(n.inputs[2], es);
+  L.tensor(L.node(), es);
+  L.arg<cl_long>(n.shape.numel());
+  std::vector<Sizes> st;
+  for (ir::NodeId in : n.inputs)
+    st.push_back(broadcast_strides(g.shape(in).sizes(), out));
+  L.meta(strided_meta(out, st));
+  L.range1(n.shape.numel());
+}
+
+void lower_cast(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  L.launch("cast_k");
+  L.tensor(n.inputs[0], 1);
+  L.arg<cl_int>(static_cast<int>(g.shape(n.inputs[0]).dtype));
+  L.tensor(L.node(), 1);
+  L.arg<cl_int>(static_cast<int>(n.shape.dtype));
+  L.arg<cl_long>(n.shape.numel());
+  L.range1(n.shape.numel());
+}
+
+/// One strided copy of \p dims elements: from \p src (+ \p src_extra elements) through
+/// \p src_strides into the node's buffer (+ \p dst_extra) through \p dst_strides.
+void strided_copy(Lowerer& L, ir::NodeId src, std::int64_t src_extra, const Sizes& dims,
+                  const Sizes& src_strides, std::int64_t dst_extra, const Sizes& dst_strides) {
+  const std::int64_t es =
+      static_cast<std::int64_t>(ir::dtype_size(L.graph().node(L.node()).shape.dtype));
+  const std::int64_t n = product(dims);
+  if (n == 0)
+    return;
+  L.launch(sized("copy", static_cast<std::size_t>(es)).c_str());
+  L.tensor(src, es, src_extra);
+  L.tensor(L.node(), es, dst_extra);
+  L.arg<cl_long>(n);
+  L.meta(strided_meta(dims, {src_strides, dst_strides}));
+  L.range1(n);
+}
+
+void lower_movement(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes out = n.shape.sizes();
+  const Sizes dst = ir::contiguous_strides(out);
+  const Sizes in = g.shape(n.inputs[0]).sizes();
+  const Sizes ins = ir::contiguous_strides(in);
+  switch (n.op) {
+  case K::Reshape: // not aliased: the same bytes
+    strided_copy(L, n.inputs[0], 0, {n.shape.numel()}, {1}, 0, {1});
+    return;
+  case K::Transpose: {
+    const auto& perm = n.attr<ir::TransposeAttrs>().perm;
+    Sizes src(out.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+      src[i] = ins[static_cast<std::size_t>(perm[i])];
+    strided_copy(L, n.inputs[0], 0, out, src, 0, dst);
+    return;
+  }
+  case K::Expand:
+    strided_copy(L, n.inputs[0], 0, out, broadcast_strides(in, out), 0, dst);
+    return;
+  case K::Narrow: {
+    const auto& a = n.attr<ir::NarrowAttrs>();
+    const auto axis = static_cast<std::size_t>(ir::normalize_axis(a.axis, in.size(), "narrow"));
+    strided_copy(L, n.inputs[0], a.start * ins[axis], out, ins, 0, dst);
+    return;
+  }
+  case K::Concat: {
+    const auto axis = static_cast<std::size_t>(
+        ir::normalize_axis(n.attr<ir::AxisAttrs>().axis, out.size(), "concat"));
+    std::int64_t at = 0;
+    for (ir::NodeId src : n.inputs) {
+      const Sizes s = g.shape(src).sizes();
+      strided_copy(L, src, 0, s, ir::contiguous_strides(s), at * dst[axis], dst);
+      at += s[axis];
+    }
+    return;
+  }
+  default:
+    throw Error("rlx-opencl: not a movement op");
+  }
+}
+
+void lower_gather(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes table = g.shape(n.inputs[0]).sizes();
+  const auto axis = static_cast<std::size_t>(
+      ir::normalize_axis(n.attr<ir::AxisAttrs>().axis, table.size(), "gather"));
+  const DType idt = g.shape(n.inputs[1]).dtype;
+  if (!ir::is_int(idt) && idt != DType::boolean)
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) + " has " +
+                std::string(ir::dtype_name(idt)) + " indices; expected an integer type");
+  const std::int64_t es = static_cast<std::int64_t>(ir::dtype_size(n.shape.dtype));
+  L.launch(sized("gather", static_cast<std::size_t>(es)).c_str());
+  L.tensor(n.inputs[0], es);
+  L.tensor(n.inputs[1], 1);
+  L.arg<cl_int>(static_cast<int>(idt));
+  L.tensor(L.node(), es);
+  L.arg<cl_long>(product(table, 0, axis));
+  L.arg<cl_long>(table[axis]);
+  L.arg<cl_long>(g.shape(n.inputs[1]).numel());
+  L.arg<cl_long>(product(table, axis + 1, table.size()));
+  L.status_arg();
+  L.range1(n.shape.numel());
+}
+
+void lower_matmul(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const auto& at = n.attr<ir::MatMulAttrs>();
+  const Sizes a = g.shape(n.inputs[0]).sizes(), b = g.shape(n.inputs[1]).sizes();
+  const Sizes out = n.shape.sizes();
+  const std::size_t r = out.size();
+  std::int64_t M = out[r - 2], N = out[r - 1];
+  const std::int64_t Kd = at.transpose_a ? a[a.size() - 2] : a[a.size() - 1];
+  // A(m, k) and B(k, n) through strides: a transpose flag swaps them, no copy.
+  const std::int64_t a_rs = at.transpose_a ? 1 : Kd, a_cs = at.transpose_a ? M : 1;
+  const std::int64_t b_rs = at.transpose_b ? 1 : N, b_cs = at.transpose_b ? Kd : 1;
+  // Batch strides: trailing-aligned, 0 where an operand's batch dim is 1 or missing.
+  const Sizes batch(out.begin(), out.end() - 2);
+  auto batch_strides = [&](const Sizes& s) {
+    Sizes bs(batch.size(), 0);
+    const Sizes lead(s.begin(), s.end() - 2);
+    const std::int64_t mat = s[s.size() - 2] * s[s.size() - 1];
+    const Sizes c = ir::contiguous_strides(lead);
+    const std::size_t off = batch.size() - lead.size();
+    for (std::size_t i = 0; i < lead.size(); ++i)
+      bs[off + i] = lead[i] == 1 ? 0 : c[i] * mat;
+    return bs;
+  };
+  Sizes abs = batch_strides(a), bbs = batch_strides(b);
+  Sizes dims = batch;
+  // x · W with W shared by every batch: one [batch · M, K] product.
+  const bool shared_b = std::all_of(bbs.begin(), bbs.end(), [](std::int64_t s) { return s == 0; });
+  const bool full_a = std::all_of(abs.begin(), abs.end(), [](std::int64_t s) { return s != 0; }) &&
+                      product(Sizes(a.begin(), a.end() - 2)) == product(batch);
+  if (!batch.empty() && shared_b && !at.transpose_a && full_a) {
+    M *= product(batch);
+    dims.clear();
+    abs.clear();
+    bbs.clear();
+  }
+  std::vector<std::int64_t> meta{static_cast<std::int64_t>(dims.size())};
+  meta.insert(meta.end(), dims.begin(), dims.end());
+  meta.insert(meta.end(), abs.begin(), abs.end());
+  meta.insert(meta.end(), bbs.begin(), bbs.end());
+  const bool tiled =
+      L.gemm() == GemmKernel::tiled || (L.gemm() == GemmKernel::automatic && M >= 64);
+  Step& s = L.launch(tiled ? "matmul_f32_k" : "matmul_rows_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(n.inputs[1], 4);
+  L.tensor(L.node(), 4);
+  for (std::int64_t v : {M, N, Kd, a_rs, a_cs, b_rs, b_cs})
+    L.arg<cl_long>(v);
+  L.meta(meta);
+  s.dims = 3;
+  s.global[2] = static_cast<std::size_t>(product(dims));
+  s.local[2] = 1;
+  if (tiled) {
+    s.global[0] = static_cast<std::size_t>((N + 63) / 64 * 16);
+    s.global[1] = static_cast<std::size_t>((M + 63) / 64 * 16);
+    s.local[0] = 16;
+    s.local[1] = 16;
+  } else {
+    s.global[0] = static_cast<std::size_t>((N + 63) / 64 * 64);
+    s.global[1] = static_cast<std::size_t>(M);
+    s.local[0] = 64;
+    s.local[1] = 1;
+  }
+}
+
+void lower_reduce(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const auto& a = n.attr<ir::ReduceAttrs>();
+  const Sizes in = g.shape(n.inputs[0]).sizes();
+  const Sizes st = ir::contiguous_strides(in);
+  std::vector<bool> reduced(in.size(), a.axes.empty());
+  for (std::int64_t ax : a.axes)
+    reduced[static_cast<std::size_t>(ir::normalize_axis(ax, in.size(), "reduce"))] = true;
+  Sizes kd, ks, rd, rs;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    (reduced[i] ? rd : kd).push_back(in[i]);
+    (reduced[i] ? rs : ks).push_back(st[i]);
+  }
+  if (product(rd) == 0 && (a.op == ir::ReduceOp::max || a.op == ir::ReduceOp::min))
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) + ": max / min over no elements");
+  std::vector<std::int64_t> meta = strided_meta(kd, {ks});
+  // An all-reduced or all-kept side still needs its rank word.
+  const std::vector<std::int64_t> red = strided_meta(rd, {rs});
+  meta.insert(meta.end(), red.begin(), red.end());
+  L.launch("reduce_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(L.node(), 4);
+  L.arg<cl_long>(n.shape.numel());
+  L.arg<cl_int>(static_cast<int>(a.op));
+  L.meta(meta);
+  L.range1(n.shape.numel());
+}
+
+void lower_softmax(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes in = n.shape.sizes();
+  const auto axis = static_cast<std::size_t>(
+      ir::normalize_axis(n.attr<ir::AxisAttrs>().axis, in.size(), "softmax"));
+  const std::int64_t outer = product(in, 0, axis), inner = product(in, axis + 1, in.size());
+  L.launch("softmax_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(L.node(), 4);
+  L.arg<cl_long>(outer);
+  L.arg<cl_long>(in[axis]);
+  L.arg<cl_long>(inner);
+  L.arg<cl_int>(n.op == K::LogSoftmax ? 1 : 0);
+  L.range1(outer * inner);
+}
+
+void lower_norm(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes in = n.shape.sizes();
+  const std::int64_t D = in.empty() ? 1 : in.back();
+  const std::int64_t rows = D == 0 ? 0 : n.shape.numel() / D;
+  const bool layer = n.op == K::LayerNorm;
+  Step& s = L.launch(layer ? "layer_norm_f32_k" : "rms_norm_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(n.inputs[1], 4);
+  if (layer) {
+    const bool beta = n.inputs.size() > 2;
+    L.tensor(n.inputs[beta ? 2 : 1], 4);
+    L.arg<cl_int>(beta ? 1 : 0);
+  }
+  L.tensor(L.node(), 4);
+  L.arg<cl_long>(D);
+  L.arg<cl_float>(static_cast<float>(n.attr<ir::NormAttrs>().eps));
+  s.global[0] = static_cast<std::size_t>(rows) * 64;
+  s.local[0] = 64;
+}
+
+/// (batch, seq, head) strides of a 4-D operand [B, S, H, D] (bshd) or [B, H, S, D] (bhsd).
+Sizes bsh_strides(const Sizes& s, ir::AttnLayout layout) {
+  const Sizes c = ir::contiguous_strides(s);
+  return layout == ir::AttnLayout::bshd ? Sizes{c[0], c[1], c[2]} : Sizes{c[0], c[2], c[1]};
+}
+
+void lower_rope(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const auto& a = n.attr<ir::RopeAttrs>();
+  const Sizes x = n.shape.sizes();
+  const bool bshd = a.layout == ir::AttnLayout::bshd;
+  const std::int64_t B = x[0], S = bshd ? x[1] : x[2], H = bshd ? x[2] : x[1], D = x[3];
+  const std::int64_t nrot = a.n_rot == 0 ? D : a.n_rot, half = nrot / 2;
+  // cos then sin, [S, half] each, in double, rounded once.
+  std::vector<float> tab(static_cast<std::size_t>(2 * S * half));
+  for (std::int64_t s = 0; s < S; ++s)
+    for (std::int64_t k = 0; k < half; ++k) {
+      const double p = static_cast<double>(s + a.position_offset);
+      const double angle =
+          p * std::pow(a.theta, -2.0 * static_cast<double>(k) / static_cast<double>(nrot));
+      tab[static_cast<std::size_t>(s * half + k)] = static_cast<float>(std::cos(angle));
+      tab[static_cast<std::size_t>(S * half + s * half + k)] = static_cast<float>(std::sin(angle));
+    }
+  const Sizes st = bsh_strides(x, a.layout);
+  L.launch("rope_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(L.node(), 4);
+  L.table(tab);
+  for (std::int64_t v : {B, S, H, D, st[0], st[1], st[2], nrot})
+    L.arg<cl_long>(v);
+  L.arg<cl_int>(a.style == ir::RopeStyle::interleaved ? 1 : 0);
+  L.range1(n.shape.numel());
+}
+
+void lower_attention(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const auto& a = n.attr<ir::AttentionAttrs>();
+  const bool bshd = a.layout == ir::AttnLayout::bshd;
+  const Sizes q = g.shape(n.inputs[0]).sizes(), k = g.shape(n.inputs[1]).sizes(),
+              v = g.shape(n.inputs[2]).sizes(), o = n.shape.sizes();
+  const std::int64_t B = q[0], H = a.num_heads, KVH = a.num_kv_heads;
+  const std::int64_t Sq = bshd ? q[1] : q[2], Sk = bshd ? k[1] : k[2], D = q[3], Dv = v[3];
+  if (Dv > 256)
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) + " has value head dim " +
+                std::to_string(Dv) + "; the attention kernel takes at most 256");
+  std::vector<std::int64_t> meta{B, H, KVH, Sq, Sk, D, Dv};
+  for (const Sizes* s : {&q, &k, &v, &o}) {
+    const Sizes st = bsh_strides(*s, a.layout);
+    meta.insert(meta.end(), st.begin(), st.end());
+  }
+  meta.push_back(static_cast<std::int64_t>(a.mask));
+  meta.push_back(a.window);
+  const bool has_mask = a.mask == ir::MaskKind::padding || a.mask == ir::MaskKind::bias;
+  meta.push_back(has_mask ? static_cast<std::int64_t>(g.shape(n.inputs[3]).dtype) : 0);
+  Sizes bias(4, 0);
+  if (a.mask == ir::MaskKind::bias) {
+    if (g.shape(n.inputs[3]).dtype != DType::f32)
+      throw Error("rlx-opencl: " + ir::describe(g, L.node()) + " needs an f32 bias");
+    bias = broadcast_strides(g.shape(n.inputs[3]).sizes(), {B, H, Sq, Sk});
+  }
+  meta.insert(meta.end(), bias.begin(), bias.end());
+  if (D == 0 && !a.scale)
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) +
+                ": the default scale 1/sqrt(D) needs head_dim D > 0");
+  const double scale = a.scale.value_or(1.0 / std::sqrt(static_cast<double>(D)));
+  L.launch("attention_f32_k");
+  for (std::size_t i = 0; i < 3; ++i)
+    L.tensor(n.inputs[i], 4);
+  L.tensor(L.node(), 4);
+  L.tensor(has_mask ? n.inputs[3] : n.inputs[0], 1);
+  L.arg<cl_float>(static_cast<float>(scale));
+  L.arg<cl_float>(a.softcap ? static_cast<float>(*a.softcap) : 0.0f);
+  L.meta(meta);
+  L.range1(B * H * Sq, 32);
+}
+
+void lower_dequantize(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const auto& a = n.attr<ir::QuantAttrs>();
+  if (g.shape(n.inputs[0]).dtype != DType::i8 || n.shape.dtype != DType::f32)
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) + ": dequantize runs i8 -> f32 only");
+  const Sizes in = n.shape.sizes();
+  std::int64_t inner = 1, channels = 1;
+  if (a.axis) {
+    const auto axis =
+        static_cast<std::size_t>(ir::normalize_axis(*a.axis, in.size(), "dequantize"));
+    channels = in[axis];
+    inner = product(in, axis + 1, in.size());
+  }
+  if (a.scales.size() != static_cast<std::size_t>(channels) ||
+      a.zero_points.size() != static_cast<std::size_t>(channels))
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) + ": expected " +
+                std::to_string(channels) + " scales and zero points");
+  std::vector<std::int64_t> meta;
+  for (std::size_t c = 0; c < a.scales.size(); ++c) {
+    std::int64_t d = 0;
+    std::int32_t f = 0;
+    const float sf = static_cast<float>(a.scales[c]);
+    std::memcpy(&d, &a.scales[c], sizeof d);
+    std::memcpy(&f, &sf, sizeof f);
+    meta.insert(meta.end(), {a.zero_points[c], d, f});
+  }
+  L.launch("dequantize_k");
+  L.tensor(n.inputs[0], 1);
+  L.tensor(L.node(), 4);
+  L.arg<cl_long>(n.shape.numel());
+  L.arg<cl_long>(inner);
+  L.arg<cl_long>(channels);
+  L.meta(meta);
+  L.range1(n.shape.numel());
+}
+
+} // namespace
+
+Step& Lowerer::launch(const char* name) {
+  const ir::Node& n = g_.node(id_);
+  cl_int err = CL_SUCCESS;
+  Step s;
+  s.kernel = Kernel(clCreateKernel(program_, name, &err));
+  check(err, std::string("clCreateKernel ") + name);
+  s.label = "%" + std::to_string(id_.v) + " " + std::string(ir::op_name(n.op)) + " [" + name + "]";
+  steps_.push_back(std::move(s));
+  next_arg_ = 0;
+  return steps_.back();
+}
+
+void Lowerer::tensor(ir::NodeId n, std::int64_t unit, std::int64_t extra) {
+  const Loc l = exe_.loc(g_, n);
+  if (l.offset % unit != 0)
+    throw Error("rlx-opencl: the buffer of " + ir::describe(g_, n) + " is not aligned to its " +
+                std::to_string(unit) + "-byte elements");
+  arg<cl_mem>(l.mem);
+  arg<cl_long>(l.offset / unit + extra);
+  steps_.back().label += " %" + std::to_string(n.v) + "@" + std::to_string(l.offset);
+}
+
+void Lowerer::meta(const std::vector<std::int64_t>& words) {
+  deferred_.push_back({steps_.back().kernel.get(), next_arg_});
+  cl_mem none = nullptr;
+  arg<cl_mem>(none); // set by bind_aux
+  arg<cl_long>(static_cast<cl_long>(aux_.size()));
+  aux_.insert(aux_.end(), words.begin(), words.end());
+}
+
+void Lowerer::table(const std::vector<float>& values) {
+  deferred_.push_back({steps_.back().kernel.get(), next_arg_});
+  cl_mem none = nullptr;
+  arg<cl_mem>(none);
+  arg<cl_long>(static_cast<cl_long>(2 * aux_.size())); // in floats
+  const std::size_t at = aux_.size();
+  aux_.resize(at + (values.size() + 1) / 2, 0);
+  if (!values.empty())
+    std::memcpy(aux_.data() + at, values.data(), values.size() * sizeof(float));
+}
+
+void Lowerer::status_arg() {
+  arg<cl_mem>(status_);
+  status_labels_.push_back(ir::describe(g_, id_));
+  arg<cl_int>(static_cast<cl_int>(status_labels_.size()));
+}
+
+void Lowerer::range1(std::int64_t n, std::size_t wg) {
+  Step& s = steps_.back();
+  s.dims = 1;
+  s.global[0] = (static_cast<std::size_t>(n) + wg - 1) / wg * wg;
+  s.local[0] = wg;
+}
+
+void Lowerer::bind_aux(cl_mem aux) {
+  for (const Deferred& d : deferred_)
+    check(clSetKernelArg(d.kernel, d.index, sizeof(cl_mem), &aux), "clSetKernelArg (metadata)");
+}
+
+void Lowerer::lower(ir::NodeId id) {
+  id_ = id;
+  const K op = g_.node(id).op;
+  // One case per row of ops.def and no default: a new op does not compile until it is lowered
+  // here or listed as unclaimed (claims.cpp).
+  switch (op) {
+  case K::Neg:
+  case K::Abs:
+  case K::Exp:
+  case K::Log:
+  case K::Sqrt:
+  case K::Rsqrt:
+  case K::Reciprocal:
+  case K::Tanh:
+  case K::Sigmoid:
+  case K::Relu:
+  case K::Gelu:
+  case K::GeluTanh:
+  case K::Silu:
+  case K::Sin:
+  case K::Cos:
+  case K::Erf:
+    return lower_unary(*this);
+  case K::Cast:
+    return lower_cast(*this);
+  case K::Add:
+  case K::Sub:
+  case K::Mul:
+  case K::Div:
+  case K::Pow:
+  case K::Maximum:
+  case K::Minimum:
+  case K::Compare:
+    return lower_binary(*this);
+  case K::Where:
+    return lower_where(*this);
+  case K::MatMul:
+    return lower_matmul(*this);
+  case K::Reshape:
+  case K::Transpose:
+  case K::Narrow:
+  case K::Concat:
+  case K::Expand:
+    return lower_movement(*this);
+  case K::Gather:
+    return lower_gather(*this);
+  case K::Reduce:
+    return lower_reduce(*this);
+  case K::Softmax:
+  case K::LogSoftmax:
+    return lower_softmax(*this);
+  case K::LayerNorm:
+  case K::RmsNorm:
+    return lower_norm(*this);
+  case K::Attention:
+    return lower_attention(*this);
+  case K::Rope:
+    return lower_rope(*this);
+  case K::Input:
+  case K::Param:
+  case K::Constant:
+  case K::DotGeneral:
+  case K::DenseSolve:
+  case K::ScatterAdd:
+  case K::ArgMax:
+  case K::SoftmaxCrossEntropy:
+  case K::Conv2d:
+  case K::Pool2d:
+  case K::If:
+  case K::While:
+  case K::Custom:
+  case K::CustomFn:
+  case K::Dequantize:
+    return lower_dequantize(*this);
+  case K::Quantize:
+  case K::FakeQuantize:
+  case K::Linear:
+  case K::AttentionBlock:
+  case K::SwiGluFfn:
+  case K::BertLayer:
+  case K::LlamaBlock:
+    break;
+  }
+  throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));
+}
+
+} // namespace rlx::opencl

@@ -1,0 +1,76 @@
+// lower.hpp (private): how a node becomes steps (kernel launches with every argument set, or
+// buffer copies). One function per op family, chosen by one switch over ops.def.
+#pragma once
+
+#include "executable.hpp"
+#include "rlx/ir/graph.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rlx::opencl {
+
+/// Lowers the nodes of one graph into steps for one executable.
+class Lowerer {
+public:
+  /// Lowers into \p steps; kernels come from \p program; node buffers are located through
+  /// \p exe; \p status is the error word; \p status_labels names the node of each error tag.
+  Lowerer(const ir::Graph& g, const OpenClExecutable& exe, cl_program program, cl_mem status,
+          std::vector<Step>& steps, std::vector<std::string>& status_labels, GemmKernel gemm)
+      : g_(g), exe_(exe), program_(program), status_(status), steps_(steps),
+        status_labels_(status_labels), gemm_(gemm) {}
+
+  /// Appends the steps of node \p id (a computing node with a buffer; not a pure view).
+  void lower(ir::NodeId id);
+  /// The metadata and tables the kernels read, to upload once (as 64-bit words).
+  const std::vector<std::int64_t>& aux() const { return aux_; }
+  /// Sets the metadata argument of every kernel to \p aux (the uploaded aux()).
+  void bind_aux(cl_mem aux);
+
+  // ---- used by the op families (lower.cpp)
+  /// A new launch step of kernel \p name labelled for the current node.
+  Step& launch(const char* name);
+  /// Sets the next argument of the last launch.
+  template <class T> void arg(const T& v);
+  /// Sets a (buffer, offset in units of \p unit bytes) argument pair for node \p n's buffer, plus
+  /// \p extra elements.
+  void tensor(ir::NodeId n, std::int64_t unit, std::int64_t extra = 0);
+  /// Appends \p words to the metadata and sets the (aux, offset) argument pair of the last launch.
+  void meta(const std::vector<std::int64_t>& words);
+  /// Appends \p values (f32) to the aux buffer and sets the (aux, offset in floats) pair.
+  void table(const std::vector<float>& values);
+  /// Sets (status buffer, tag) so the kernel can report an error naming the current node.
+  void status_arg();
+  /// Sets a 1-D range of \p n items in work-groups of \p wg (rounded up).
+  void range1(std::int64_t n, std::size_t wg = 64);
+
+  const ir::Graph& graph() const { return g_; }
+  ir::NodeId node() const { return id_; }
+  /// The GEMM kernel choice of the backend's options.
+  GemmKernel gemm() const { return gemm_; }
+
+private:
+  struct Deferred {
+    cl_kernel kernel;
+    cl_uint index;
+  };
+  const ir::Graph& g_;
+  const OpenClExecutable& exe_;
+  cl_program program_;
+  cl_mem status_;
+  std::vector<Step>& steps_;
+  std::vector<std::string>& status_labels_;
+  std::vector<std::int64_t> aux_;
+  std::vector<Deferred> deferred_;
+  GemmKernel gemm_;
+  ir::NodeId id_{};
+  cl_uint next_arg_ = 0;
+};
+
+template <class T> void Lowerer::arg(const T& v) {
+  check(clSetKernelArg(steps_.back().kernel.get(), next_arg_++, sizeof(T), &v),
+        "clSetKernelArg for " + steps_.back().label);
+}
+
+} // namespace rlx::opencl

@@ -1,0 +1,34 @@
+// runtime.hpp (private): DeviceRuntime, what every executable on one device shares: the context,
+// the in-order queue and the kernel program, opened once per process and device.
+#pragma once
+
+#include "cl.hpp"
+#include "program_cache.hpp"
+
+#include <memory>
+#include <string>
+
+namespace rlx::opencl {
+
+/// One opened device. Executables share its queue (one in-order queue per device: kernels run in
+/// enqueue order with no host round trip between them).
+struct DeviceRuntime {
+  FoundDevice device;
+  Context context;
+  Queue queue;
+  Program program;
+  ProgramOrigin origin = ProgramOrigin::source;
+};
+
+/// The build options of the kernel program.
+const std::string& program_options();
+
+/// The kernel program's source: every .cl file of src/kernels, embedded at build time.
+const std::string& program_source();
+
+/// Opens device \p index (once per process: later calls return the same runtime), building its
+/// program or loading it from the cache folder \p cache_dir (see program_cache_dir). Throws Error
+/// when there is no OpenCL runtime or no such device.
+std::shared_ptr<DeviceRuntime> open_device(int index, const std::string& cache_dir);
+
+} // namespace rlx::opencl

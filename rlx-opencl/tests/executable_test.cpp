@@ -1,0 +1,207 @@
+// executable_test.cpp: the OpenCL executable below the conformance table: the arena split, the
+// program cache, I/O errors, run-time index errors, and a clear error for a missing device.
+#include "executable.hpp"
+#include "program_cache.hpp"
+#include "rlx/compile/pipeline.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/ir/error.hpp"
+#include "rlx/ir/reference.hpp"
+#include "rlx/opencl/backend.hpp"
+#include "runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+namespace rlx::opencl {
+namespace {
+
+using Extents = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+TEST(SplitArena, OneChunkWhenItFits) {
+  EXPECT_EQ(split_arena({{0, 100}, {128, 300}}, 1000), (Extents{{0, 300}}));
+}
+
+TEST(SplitArena, SplitsBetweenGroupsOfOverlappingBuffers) {
+  // [0,100) and [50,200) overlap (one group); [256,400) and [512,600) are groups of their own.
+  EXPECT_EQ(split_arena({{512, 600}, {0, 100}, {50, 200}, {256, 400}}, 256),
+            (Extents{{0, 200}, {256, 400}, {512, 600}}));
+  EXPECT_EQ(split_arena({{0, 100}, {128, 200}, {256, 300}}, 200), (Extents{{0, 200}, {256, 300}}));
+}
+
+TEST(SplitArena, AGroupLargerThanOneAllocationIsAnError) {
+  EXPECT_THROW(split_arena({{0, 100}, {50, 300}}, 256), Error);
+}
+
+ir::Tensor random_f32(const ir::Shape& s, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  ir::Tensor t(s);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.set_f64(i, u(rng));
+  return t;
+}
+
+/// softmax(relu(x · W + b)) with x [64, 64]: every temporary is 16 KiB.
+ir::Graph small_graph() {
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", ir::Shape::of({64, 64}));
+  auto w = b.param("w", ir::Shape::of({64, 64}));
+  auto bias = b.param("b", ir::Shape::of({64}));
+  b.output(b.softmax(b.relu(b.add(b.matmul(x, w), bias))));
+  return g;
+}
+
+std::unique_ptr<compile::Executable> compile_for(const OpenClBackend& be, const ir::Graph& g) {
+  compile::CompileResult r = compile::CompilePipeline(be).run(g);
+  return be.compile(r.lir);
+}
+
+TEST(Executable, ArenaLargerThanOneAllocationSplitsIntoBuffers) {
+  const ir::Graph g = small_graph();
+  ir::reference::TensorMap in{{"x", random_f32(ir::Shape::of({64, 64}), 1)}};
+  ir::reference::TensorMap params{{"w", random_f32(ir::Shape::of({64, 64}), 2)},
+                                  {"b", random_f32(ir::Shape::of({64}), 3)}};
+  const ir::Tensor want = ir::reference::evaluate(g, in, params)[0];
+  for (std::int64_t limit : {std::int64_t{0}, std::int64_t{20000}}) {
+    OpenClOptions o;
+    o.max_buffer_bytes = limit;
+    OpenClBackend be(o);
+    auto exe = compile_for(be, g);
+    if (limit == 0)
+      EXPECT_EQ(arena_buffer_count(*exe), 1);
+    else
+      EXPECT_GE(arena_buffer_count(*exe), 3) << "16 KiB buffers under a 20000-byte limit";
+    exe->set_input("x", in["x"]);
+    exe->set_param("w", params["w"]);
+    exe->set_param("b", params["b"]);
+    exe->execute();
+    EXPECT_LT(ir::max_abs_diff(exe->output(0), want), 1e-6) << "limit " << limit;
+  }
+}
+
+TEST(Executable, ListingNamesEveryKernel) {
+  OpenClBackend be;
+  auto exe = compile_for(be, small_graph());
+  const std::string l = kernel_listing(*exe);
+  for (const char* k : {"matmul_f32_k", "binary_f32_k", "unary_f32_k", "softmax_f32_k"})
+    EXPECT_NE(l.find(k), std::string::npos) << l;
+}
+
+TEST(Executable, IoErrorsAreClear) {
+  OpenClBackend be;
+  auto exe = compile_for(be, small_graph());
+  EXPECT_THROW(exe->execute(), Error); // nothing set
+  EXPECT_THROW(exe->set_input("y", ir::Tensor(ir::Shape::of({64, 64}))), Error);
+  EXPECT_THROW(exe->set_input("x", ir::Tensor(ir::Shape::of({64, 63}))), Error);
+  EXPECT_THROW(exe->set_param("w", ir::Tensor(ir::Shape::of({64, 64}, ir::DType::f64))), Error);
+  EXPECT_THROW((void)exe->output(1), Error);
+}
+
+TEST(Executable, GatherIndexOutOfRangeIsAnErrorNamingTheNode) {
+  ir::Graph g;
+  ir::Builder b(g);
+  auto table = b.param("table", ir::Shape::of({5, 3}));
+  auto idx = b.input("idx", ir::Shape::of({4}, ir::DType::i64));
+  b.output(b.gather(table, idx));
+  OpenClBackend be;
+  auto exe = compile_for(be, g);
+  exe->set_param("table", random_f32(ir::Shape::of({5, 3}), 4));
+  ir::Tensor i(ir::Shape::of({4}, ir::DType::i64));
+  for (std::int64_t k = 0; k < 4; ++k)
+    i.set_i64(k, k);
+  exe->set_input("idx", i);
+  EXPECT_NO_THROW(exe->execute());
+  i.set_i64(2, 5);
+  exe->set_input("idx", i);
+  try {
+    exe->execute();
+    FAIL() << "index 5 of 5 rows did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gather"), std::string::npos) << e.what();
+  }
+  i.set_i64(2, -1);
+  exe->set_input("idx", i);
+  EXPECT_THROW(exe->execute(), Error);
+  i.set_i64(2, 4); // and the executable recovers
+  exe->set_input("idx", i);
+  EXPECT_NO_THROW(exe->execute());
+}
+
+TEST(Devices, AMissingDeviceIsAClearError) {
+  try {
+    OpenClOptions o;
+    o.device = 99;
+    OpenClBackend be(o);
+    FAIL() << "device 99 opened";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("opencl:99"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Devices, ListsTheDevices) {
+  const auto devices = list_devices();
+  ASSERT_FALSE(devices.empty());
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    EXPECT_EQ(devices[i].index, static_cast<int>(i));
+    EXPECT_FALSE(devices[i].name.empty());
+    EXPECT_GT(devices[i].global_memory, 0);
+    EXPECT_GT(devices[i].compute_units, 0);
+  }
+}
+
+TEST(ProgramCache, TheSecondBuildLoadsTheBinaryFromDisk) {
+  auto found = enumerate_devices(nullptr);
+  ASSERT_FALSE(found.empty());
+  cl_int err = CL_SUCCESS;
+  Context ctx(clCreateContext(nullptr, 1, &found[0].id, nullptr, nullptr, &err));
+  ASSERT_EQ(err, CL_SUCCESS);
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("rlx-opencl-cache-test-" +
+                    std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+                    std::to_string(std::random_device{}()));
+  const std::string src = "__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2; }";
+  ProgramOrigin origin{};
+  Program p1 = build_program(ctx.get(), found[0], src, "", dir.string(), &origin);
+  EXPECT_EQ(origin, ProgramOrigin::source);
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    files += e.path().extension() == ".bin" ? 1 : 0;
+  EXPECT_EQ(files, 1u);
+  Program p2 = build_program(ctx.get(), found[0], src, "", dir.string(), &origin);
+  EXPECT_EQ(origin, ProgramOrigin::disk_cache);
+  // Another source is another key.
+  Program p3 = build_program(ctx.get(), found[0], src + "\n", "", dir.string(), &origin);
+  EXPECT_EQ(origin, ProgramOrigin::source);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProgramCache, ABrokenProgramReportsTheBuildLog) {
+  auto found = enumerate_devices(nullptr);
+  ASSERT_FALSE(found.empty());
+  cl_int err = CL_SUCCESS;
+  Context ctx(clCreateContext(nullptr, 1, &found[0].id, nullptr, nullptr, &err));
+  ASSERT_EQ(err, CL_SUCCESS);
+  EXPECT_THROW(build_program(ctx.get(), found[0], "__kernel void f() { nope; }", "", "", nullptr),
+               Error);
+}
+
+TEST(ProgramCache, KeyDependsOnDeviceDriverOptionsAndSource) {
+  DeviceInfo d;
+  d.name = "a";
+  d.driver = "1";
+  const std::string k = program_cache_key(d, "-O", "src");
+  EXPECT_NE(k, program_cache_key(d, "-O", "src2"));
+  EXPECT_NE(k, program_cache_key(d, "", "src"));
+  DeviceInfo d2 = d;
+  d2.driver = "2";
+  EXPECT_NE(k, program_cache_key(d2, "-O", "src"));
+  d2 = d;
+  d2.name = "b";
+  EXPECT_NE(k, program_cache_key(d2, "-O", "src"));
+}
+
+} // namespace
+} // namespace rlx::opencl
