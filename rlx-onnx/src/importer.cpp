@@ -35,6 +35,10 @@ using ir::OpKind;
 
 namespace {
 
+/// Largest value folded at import time (shape computations are tiny; this keeps a hostile model
+/// from making the importer materialise a huge tensor).
+constexpr std::int64_t kMaxFoldElements = std::int64_t{1} << 22;
+
 /// A node whose problems were already recorded (a failing sub-graph): poison without a message.
 class AlreadyReported : public Error {
 public:
@@ -153,7 +157,8 @@ std::optional<ir::Tensor> NodeCtx::value_of(NodeId id) {
     auto p = imp_.params().find(n.attr<ir::LeafAttrs>().name);
     if (p != imp_.params().end())
       v = p->second;
-  } else if (n.op != OpKind::Input && !ir::has_flag(n.op, ir::kSubgraphs)) {
+  } else if (n.op != OpKind::Input && !ir::has_flag(n.op, ir::kSubgraphs) && n.shape.is_static() &&
+             n.shape.numel() <= kMaxFoldElements) {
     std::vector<ir::Tensor> args;
     bool known = true;
     for (NodeId a : n.inputs) {

@@ -321,9 +321,11 @@ void gather(NodeCtx& c) {
 
 std::vector<Dim> dims_from(const std::vector<std::int64_t>& v) {
   std::vector<Dim> out;
+  std::int64_t prod = 1;
   for (auto x : v) {
-    if (x < 0 || x > kMaxElements)
-      throw Invalid("dim " + std::to_string(x));
+    if (x < 0 || x > kMaxElements || (x > 0 && prod > kMaxElements / x))
+      throw Invalid("dim " + std::to_string(x) + " (negative, or over 2^40 elements in all)");
+    prod *= x;
     out.emplace_back(x);
   }
   return out;
@@ -344,8 +346,9 @@ void tile(NodeCtx& c) {
                   std::to_string(in.size()));
   std::vector<Dim> split, big, out;
   for (std::size_t i = 0; i < in.size(); ++i) {
-    if (reps[i] < 0)
-      throw Invalid("negative repeat");
+    if (reps[i] < 0 || reps[i] > kMaxElements ||
+        (in[i].is_static() && in[i].size() > 0 && reps[i] > kMaxElements / in[i].size()))
+      throw Invalid("repeat " + std::to_string(reps[i]) + " (negative or too large)");
     if (reps[i] != 1 && in[i].is_symbolic())
       throw Unsupported("tiling symbolic dim " + in[i].str());
     split.emplace_back(1);
