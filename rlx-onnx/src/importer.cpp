@@ -643,7 +643,22 @@ ImportedModel import_model(std::string_view bytes, const ImportOptions& opts) {
     imp.problem("the graph has no outputs", false);
   if (!imp.problems().empty())
     throw ImportError(model_name, imp.problems(), imp.needed_inputs(), imp.all_unsupported());
-  out.graph.set_outputs(outs);
+  // Label every node with its ONNX value name (graph outputs win), so messages, `rlx inspect`
+  // and Executable::output_names() speak the model's names.
+  std::map<std::uint32_t, std::string> labels;
+  for (const auto& [name, id] : scope.env)
+    labels[id.v] = name;
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    labels[outs[i].v] = gp.output(static_cast<int>(i)).name();
+  ir::Graph labelled(out.graph.name());
+  for (ir::NodeId id : out.graph.ids()) {
+    ir::Node n = out.graph.node(id);
+    if (auto it = labels.find(id.v); it != labels.end() && n.name.empty())
+      n.name = it->second;
+    labelled.add_unchecked(std::move(n));
+  }
+  labelled.set_outputs(outs);
+  out.graph = std::move(labelled);
   out.graph.compact();
   out.params = std::move(imp.params());
   return out;

@@ -75,6 +75,7 @@ TEST(OnnxImport, InitializersBecomeParamsOrConstants) {
   EXPECT_TRUE(m.params.at("w").identical(w));
   EXPECT_EQ(m.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(m.outputs, std::vector<std::string>{"z"});
+  EXPECT_EQ(m.graph.node(m.graph.outputs()[0]).name, "z"); // nodes carry the ONNX value names
 
   ir::Graph g;
   ir::Builder b(g);
