@@ -87,6 +87,8 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
       ->capture_default_str();
   app.add_option("--graph", a.graph_file,
                  "a graph JSON file (from `rlx export`) instead of --model");
+  app.add_option("--onnx", a.onnx_file,
+                 "an ONNX model file instead of --model (weights from its initializers)");
   opt(app, "--layers", a.layers, "transformer layers");
   opt(app, "--hidden", a.hidden, "hidden size");
   opt(app, "--heads", a.heads, "attention heads");
@@ -119,6 +121,8 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
 }
 
 ResolvedModel resolve_model(const ModelArgs& in) {
+  if (!in.onnx_file.empty())
+    return resolve_onnx(in);
   ModelArgs a = in;
   ResolvedModel m;
   const bool from_graph = !a.graph_file.empty();
@@ -279,7 +283,9 @@ runtime::CompileOptions compile_options(const ModelArgs& a, const ResolvedModel&
 }
 
 void load_weights(runtime::Executable& exe, const ModelArgs& a, const ResolvedModel& m) {
-  if (a.weights.empty())
+  if (!m.params.empty())
+    exe.set_params(m.params);
+  else if (a.weights.empty())
     exe.set_params(runtime::init_params(exe.graph(), a.seed));
   else
     exe.load_params(a.weights, m.load);

@@ -16,6 +16,7 @@ namespace rlx::cli {
 struct ModelArgs {
   std::string model = "bert"; ///< bert | llama | mlp
   std::string graph_file;     ///< a graph JSON file instead of a built-in model
+  std::string onnx_file;      ///< an ONNX model instead of a built-in model (rlx-onnx)
   std::optional<int> layers, hidden, heads, kv_heads, ffn, vocab;
   std::optional<std::int64_t> batch, seq;
   std::vector<std::int64_t> dims; ///< MLP widths
@@ -42,12 +43,17 @@ struct ResolvedModel {
   ir::Bindings fixed;             ///< sizes given explicitly on the command line
   runtime::LoadOptions load;      ///< how --weights maps onto the params
   std::vector<std::string> notes; ///< things worth telling the user (inferred config, ...)
+  runtime::TensorMap params;      ///< weights that come with the model (ONNX initializers)
 };
 
 /// Builds the model the options describe. With --weights on a built-in model, the config fields
 /// not given on the command line are read off the checkpoint (layers, widths, embeddings, a
 /// "bert." / "model." prefix). Throws rlx::Error with one clear line on a bad combination.
 ResolvedModel resolve_model(const ModelArgs& a);
+
+/// The model of --onnx: imported with --batch / --seq bound (onnx_model.cpp). Throws rlx::Error
+/// listing every unsupported op, or saying that rlx was built without rlx-onnx.
+ResolvedModel resolve_onnx(const ModelArgs& a);
 
 /// A session on the options' device with their backend settings.
 runtime::Session make_session(const ModelArgs& a);
