@@ -488,12 +488,15 @@ Converter find_converter(const std::string& op) {
     return c;
   if (auto c = nn_converter(op))
     return c;
+  if (auto c = indexing_converter(op))
+    return c;
   return control_converter(op);
 }
 
 std::vector<std::string> converter_names() {
   std::vector<std::string> all;
-  for (auto* f : {&elementwise_names, &movement_names, &nn_names, &control_names}) {
+  for (auto* f :
+       {&elementwise_names, &movement_names, &nn_names, &control_names, &indexing_names}) {
     auto v = f();
     all.insert(all.end(), v.begin(), v.end());
   }

@@ -108,11 +108,14 @@ Converter movement_converter(const std::string& op);
 Converter nn_converter(const std::string& op);
 /// If (ops_control.cpp).
 Converter control_converter(const std::string& op);
+/// GatherElements, Trilu, CumSum, Hardmax, DepthToSpace, the losses (ops_indexing.cpp).
+Converter indexing_converter(const std::string& op);
 /// The names the group functions above know (for supported_ops()).
 std::vector<std::string> elementwise_names();
 std::vector<std::string> movement_names();
 std::vector<std::string> nn_names();
 std::vector<std::string> control_names();
+std::vector<std::string> indexing_names();
 
 /// Imports ONNX graphs into rlx graphs, collecting every problem.
 class Importer {

@@ -1,0 +1,298 @@
+// ops_indexing.cpp: ONNX ops built from index arithmetic on static shapes: GatherElements, Trilu,
+// CumSum, Hardmax, DepthToSpace / SpaceToDepth, and the NegativeLogLikelihoodLoss /
+// SoftmaxCrossEntropyLoss pair (one-hot picks, so every result is exact).
+#include "importer.hpp"
+
+#include <array>
+#include <numeric>
+
+namespace rlx::onnx::detail {
+
+namespace {
+
+using ir::CmpOp;
+using ir::Dim;
+using ir::DType;
+using ir::NodeId;
+
+std::vector<std::int64_t> static_sizes(NodeCtx& c, NodeId x, const char* what) {
+  const ir::Shape& s = c.g().shape(x);
+  if (!s.is_static())
+    throw Unsupported(std::string(what) + " of a tensor with symbolic dims " + s.str() +
+                      "; bind them");
+  return s.sizes();
+}
+
+/// A constant of \p sizes whose element is its coordinate along \p axis (dtype \p t).
+NodeId coords(NodeCtx& c, const std::vector<std::int64_t>& sizes, std::size_t axis, DType t) {
+  ir::Tensor v(ir::Shape::of(sizes, t));
+  auto strides = ir::contiguous_strides(sizes);
+  for (std::int64_t i = 0; i < v.numel(); ++i)
+    v.set_i64(i, (i / strides[axis]) % sizes[axis]);
+  return c.constant(v);
+}
+
+/// Sizes of rank \p rank that are 1 everywhere but \p n at \p axis.
+std::vector<std::int64_t> along(std::size_t rank, std::size_t axis, std::int64_t n) {
+  std::vector<std::int64_t> s(rank, 1);
+  s[axis] = n;
+  return s;
+}
+
+void gather_elements(NodeCtx& c) {
+  auto& b = c.b();
+  NodeId data = c.in(0), idx = c.in(1);
+  auto ds = static_sizes(c, data, "GatherElements");
+  auto is = static_sizes(c, idx, "GatherElements");
+  if (ds.size() != is.size())
+    throw Invalid("data and indices ranks differ");
+  auto axis = static_cast<std::size_t>(norm_axis(c.attr_i("axis", 0), ds.size(), "axis"));
+  auto strides = ir::contiguous_strides(ds);
+  // Linear index = index * stride[axis] + sum of the other coordinates * their strides.
+  ir::Tensor offset(ir::Shape::of(is, DType::i64));
+  auto istr = ir::contiguous_strides(is);
+  for (std::int64_t i = 0; i < offset.numel(); ++i) {
+    std::int64_t off = 0;
+    for (std::size_t d = 0; d < is.size(); ++d)
+      if (d != axis)
+        off += ((i / istr[d]) % is[d]) * strides[d];
+    offset.set_i64(i, off);
+  }
+  if (!ir::is_int(c.g().shape(idx).dtype))
+    throw Invalid("indices must be integers");
+  idx = b.cast(idx, DType::i64);
+  NodeId z = c.scalar(0, DType::i64);
+  NodeId dim = c.scalar(static_cast<double>(ds[axis]), DType::i64);
+  idx = b.where(b.compare(CmpOp::lt, idx, z), b.add(idx, dim), idx);
+  NodeId flat = b.add(b.mul(idx, c.scalar(static_cast<double>(strides[axis]), DType::i64)),
+                      c.constant(offset));
+  std::int64_t n = std::accumulate(ds.begin(), ds.end(), std::int64_t{1}, std::multiplies<>());
+  c.set(0, b.gather(reshape_to(c, data, {Dim(n)}), flat, 0));
+}
+
+void trilu(NodeCtx& c) {
+  NodeId x = c.in(0);
+  auto s = static_sizes(c, x, "Trilu");
+  if (s.size() < 2)
+    throw Invalid("Trilu needs rank >= 2");
+  std::int64_t k = 0;
+  if (c.has(1)) {
+    auto v = c.need_ints(1, "k");
+    if (v.size() != 1)
+      throw Invalid("k must hold one value");
+    k = v[0];
+  }
+  bool upper = c.attr_i("upper", 1) != 0;
+  std::int64_t n = s[s.size() - 2], m = s.back();
+  ir::Tensor mask(ir::Shape::of({n, m}, DType::boolean));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < m; ++j)
+      mask.set_i64(i * m + j, upper ? (j - i >= k) : (j - i <= k));
+  c.set(0, c.b().where(c.constant(mask), x, c.scalar(0, c.g().shape(x).dtype)));
+}
+
+/// Moves \p axis to the last position; \returns the permutation.
+std::vector<std::int64_t> to_last(std::size_t rank, std::size_t axis) {
+  std::vector<std::int64_t> p;
+  for (std::size_t i = 0; i < rank; ++i)
+    if (i != axis)
+      p.push_back(static_cast<std::int64_t>(i));
+  p.push_back(static_cast<std::int64_t>(axis));
+  return p;
+}
+
+std::vector<std::int64_t> inverse(const std::vector<std::int64_t>& p) {
+  std::vector<std::int64_t> inv(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i)
+    inv[static_cast<std::size_t>(p[i])] = static_cast<std::int64_t>(i);
+  return inv;
+}
+
+void cumsum(NodeCtx& c) {
+  auto& b = c.b();
+  NodeId x = c.in(0);
+  auto s = static_sizes(c, x, "CumSum");
+  auto av = c.need_ints(1, "axis");
+  if (av.size() != 1)
+    throw Invalid("axis must hold one value");
+  if (s.empty())
+    throw Invalid("CumSum needs rank >= 1");
+  auto axis = static_cast<std::size_t>(norm_axis(av[0], s.size(), "axis"));
+  bool exclusive = c.attr_i("exclusive", 0) != 0, reverse = c.attr_i("reverse", 0) != 0;
+  DType t = c.g().shape(x).dtype;
+  std::int64_t n = s[axis];
+  // out[.., i] = sum_j x[.., j] * T[j][i], T selecting the summed positions.
+  ir::Tensor tri(ir::Shape::of({n, n}, t));
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) {
+      bool in = reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
+      tri.set_i64(j * n + i, in ? 1 : 0);
+    }
+  auto perm = to_last(s.size(), axis);
+  NodeId xt = b.transpose(x, perm);
+  auto td = c.g().shape(xt).dims;
+  bool vec = td.size() == 1;
+  if (vec)
+    xt = reshape_to(c, xt, {Dim(1), td[0]});
+  NodeId y = b.matmul(xt, c.constant(tri));
+  if (vec)
+    y = reshape_to(c, y, td);
+  c.set(0, b.transpose(y, inverse(perm)));
+}
+
+void hardmax(NodeCtx& c) {
+  auto& b = c.b();
+  NodeId x = c.in(0);
+  auto s = static_sizes(c, x, "Hardmax");
+  std::vector<std::int64_t> orig = s;
+  std::size_t axis;
+  if (c.opset() >= 13) {
+    axis = static_cast<std::size_t>(norm_axis(c.attr_i("axis", -1), s.size(), "axis"));
+  } else { // coerced to 2-D [prod(:axis), prod(axis:)]
+    std::int64_t a = c.attr_i("axis", 1);
+    if (a < 0)
+      a += static_cast<std::int64_t>(s.size());
+    if (a < 0 || a > static_cast<std::int64_t>(s.size()))
+      throw Invalid("axis out of range");
+    auto mid = s.begin() + a;
+    std::int64_t p = std::accumulate(s.begin(), mid, std::int64_t{1}, std::multiplies<>());
+    std::int64_t q = std::accumulate(mid, s.end(), std::int64_t{1}, std::multiplies<>());
+    s = {p, q};
+    x = reshape_to(c, x, {Dim(p), Dim(q)});
+    axis = 1;
+  }
+  NodeId am = b.argmax(x, static_cast<std::int64_t>(axis), true);
+  NodeId hit =
+      b.compare(CmpOp::eq, am, coords(c, along(s.size(), axis, s[axis]), axis, DType::i64));
+  NodeId y = b.cast(hit, c.g().shape(x).dtype);
+  std::vector<Dim> od(orig.begin(), orig.end());
+  c.set(0, reshape_to(c, y, od));
+}
+
+void depth_space(NodeCtx& c, bool to_space) {
+  NodeId x = c.in(0);
+  auto s = static_sizes(c, x, to_space ? "DepthToSpace" : "SpaceToDepth");
+  if (s.size() != 4)
+    throw Invalid("the input must be 4-D NCHW");
+  std::int64_t bs = c.attr_i("blocksize", 0);
+  if (bs < 1)
+    throw Invalid("blocksize must be >= 1");
+  std::int64_t n = s[0], ch = s[1], h = s[2], w = s[3];
+  std::vector<Dim> r, out;
+  std::vector<std::int64_t> perm;
+  if (to_space) {
+    std::string mode = c.attr_s("mode", "DCR");
+    if (ch % (bs * bs) != 0)
+      throw Invalid("channels not divisible by blocksize^2");
+    std::int64_t co = ch / (bs * bs);
+    if (mode == "DCR") {
+      r = {n, bs, bs, co, h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else if (mode == "CRD") {
+      r = {n, co, bs, bs, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    } else {
+      throw Invalid("mode '" + mode + "'");
+    }
+    out = {n, co, h * bs, w * bs};
+  } else {
+    if (h % bs != 0 || w % bs != 0)
+      throw Invalid("spatial dims not divisible by blocksize");
+    r = {n, ch, h / bs, bs, w / bs, bs};
+    perm = {0, 3, 5, 1, 2, 4};
+    out = {n, ch * bs * bs, h / bs, w / bs};
+  }
+  c.set(0, reshape_to(c, c.b().transpose(reshape_to(c, x, r), perm), out));
+}
+
+/// NegativeLogLikelihoodLoss on log-probabilities \p lp [N, C, d...] and integer targets.
+NodeId nll(NodeCtx& c, NodeId lp, NodeId target, std::optional<NodeId> weight) {
+  auto& b = c.b();
+  auto s = static_sizes(c, lp, "NegativeLogLikelihoodLoss");
+  if (s.size() < 2)
+    throw Invalid("the input must be [N, C, ...]");
+  DType t = c.g().shape(lp).dtype, tt = c.g().shape(target).dtype;
+  if (!ir::is_int(tt))
+    throw Invalid("the target must be integers");
+  std::string reduction = c.attr_s("reduction", "mean");
+  std::optional<std::int64_t> ignore;
+  if (c.has_attr("ignore_index"))
+    ignore = c.attr_i("ignore_index", 0);
+  c.ignore("ignore_index");
+  // Pick lp[n, target, d] with a one-hot over C (exact: one term, the rest are zeros).
+  std::vector<Dim> td = c.g().shape(target).dims, uq = td;
+  uq.insert(uq.begin() + 1, Dim(1));
+  NodeId t1 = reshape_to(c, target, uq);
+  NodeId hot = b.compare(CmpOp::eq, t1, coords(c, along(s.size(), 1, s[1]), 1, tt));
+  NodeId picked = b.sum(b.where(hot, lp, c.scalar(0, t)), {1});
+  NodeId keep;
+  if (ignore)
+    keep = b.compare(CmpOp::ne, target, c.scalar(static_cast<double>(*ignore), tt));
+  NodeId w;
+  if (weight) {
+    NodeId safe = ignore ? b.where(keep, target, c.scalar(0, tt)) : target;
+    w = b.gather(*weight, safe, 0);
+    if (ignore)
+      w = b.where(keep, w, c.scalar(0, t));
+  } else if (ignore) {
+    w = b.cast(keep, t);
+  }
+  NodeId loss = b.neg(picked);
+  if (w.valid())
+    loss = b.mul(loss, w);
+  if (reduction == "none")
+    return loss;
+  NodeId total = b.sum(loss, {});
+  if (reduction == "sum")
+    return total;
+  if (reduction != "mean")
+    throw Invalid("reduction '" + reduction + "'");
+  if (w.valid())
+    return b.div(total, b.sum(w, {}));
+  std::int64_t count = 1;
+  for (const auto& d : td)
+    count *= d.size();
+  return b.div(total, c.scalar(static_cast<double>(count), t));
+}
+
+struct Entry {
+  const char* name;
+  Converter fn;
+};
+
+constexpr auto kOps = std::to_array<Entry>({
+    {"GatherElements", gather_elements},
+    {"Trilu", trilu},
+    {"CumSum", cumsum},
+    {"Hardmax", hardmax},
+    {"DepthToSpace", [](NodeCtx& c) { depth_space(c, true); }},
+    {"SpaceToDepth", [](NodeCtx& c) { depth_space(c, false); }},
+    {"NegativeLogLikelihoodLoss",
+     [](NodeCtx& c) {
+       c.set(0, nll(c, c.in(0), c.in(1), c.has(2) ? std::optional<NodeId>(c.in(2)) : std::nullopt));
+     }},
+    {"SoftmaxCrossEntropyLoss",
+     [](NodeCtx& c) {
+       NodeId lp = c.b().log_softmax(c.in(0), 1);
+       c.set(0, nll(c, lp, c.in(1), c.has(2) ? std::optional<NodeId>(c.in(2)) : std::nullopt));
+       c.set(1, lp);
+     }},
+});
+
+} // namespace
+
+Converter indexing_converter(const std::string& op) {
+  for (const auto& e : kOps)
+    if (op == e.name)
+      return e.fn;
+  return nullptr;
+}
+
+std::vector<std::string> indexing_names() {
+  std::vector<std::string> v;
+  for (const auto& e : kOps)
+    v.emplace_back(e.name);
+  return v;
+}
+
+} // namespace rlx::onnx::detail
