@@ -18,6 +18,10 @@ void unary(NodeCtx& c, OpKind k) {
   c.set(0, c.b().unary(k, c.in(0)));
 }
 
+NodeId sc(NodeCtx& c, double v, NodeId like) {
+  return c.scalar(v, c.g().shape(like).dtype);
+}
+
 /// Legacy (opset < 7) broadcasting attributes: `broadcast` with the default trailing alignment is
 /// NumPy broadcasting; an explicit `axis` is not supported.
 void legacy_broadcast(NodeCtx& c) {
@@ -29,14 +33,52 @@ void legacy_broadcast(NodeCtx& c) {
   c.ignore("consumed_inputs");
 }
 
+/// The second operand of a binary op, aligned for legacy (opset < 7) broadcasting with an
+/// explicit axis: its dims start at `axis` of the first operand's.
+NodeId legacy_rhs(NodeCtx& c, NodeId a, NodeId rhs) {
+  c.ignore("consumed_inputs");
+  if (c.opset() >= 7)
+    return rhs;
+  c.ignore("broadcast");
+  if (!c.has_attr("axis"))
+    return rhs;
+  auto ra = c.g().shape(a).rank();
+  auto d = c.g().shape(rhs).dims;
+  auto axis = norm_axis(c.attr_i("axis", 0), ra, "axis");
+  if (static_cast<std::size_t>(axis) + d.size() > ra)
+    throw Invalid("legacy broadcast: operand B does not fit at axis " + std::to_string(axis));
+  d.resize(ra - static_cast<std::size_t>(axis), ir::Dim(1));
+  return reshape_to(c, rhs, d);
+}
+
 void binary(NodeCtx& c, OpKind k) {
-  legacy_broadcast(c);
-  c.set(0, c.b().binary(k, c.in(0), c.in(1)));
+  NodeId a = c.in(0);
+  c.set(0, c.b().binary(k, a, legacy_rhs(c, a, c.in(1))));
 }
 
 void compare(NodeCtx& c, CmpOp op) {
-  legacy_broadcast(c);
-  c.set(0, c.b().compare(op, c.in(0), c.in(1)));
+  NodeId a = c.in(0);
+  c.set(0, c.b().compare(op, a, legacy_rhs(c, a, c.in(1))));
+}
+
+/// Integer Mod: fmod = 1 keeps the dividend's sign (C's %), fmod = 0 the divisor's (Python's %).
+void mod(NodeCtx& c) {
+  auto& b = c.b();
+  NodeId x = c.in(0), y = c.in(1);
+  DType t = c.g().shape(x).dtype;
+  bool fmod = c.attr_i("fmod", 0) != 0;
+  if (!ir::is_int(t))
+    throw Unsupported("Mod of " + std::string(ir::dtype_name(t)) +
+                      " (float fmod has no exact rlx spelling)");
+  NodeId r = b.sub(x, b.mul(b.div(x, y), y)); // integer Div truncates toward zero
+  if (!fmod) {
+    NodeId z = sc(c, 0, r);
+    NodeId fix =
+        b.where(b.compare(CmpOp::ne, b.compare(CmpOp::lt, r, z), b.compare(CmpOp::lt, y, z)),
+                b.compare(CmpOp::ne, r, z), b.compare(CmpOp::ne, z, z));
+    r = b.where(fix, b.add(r, y), r);
+  }
+  c.set(0, r);
 }
 
 /// Folds a variadic op (Max, Min, Sum) left to right.
@@ -48,10 +90,6 @@ NodeId fold_variadic(NodeCtx& c, OpKind k) {
   for (std::size_t i = 1; i < c.num_inputs(); ++i)
     acc = c.b().binary(k, acc, c.in(i));
   return acc;
-}
-
-NodeId sc(NodeCtx& c, double v, NodeId like) {
-  return c.scalar(v, c.g().shape(like).dtype);
 }
 
 DType float_dtype(NodeCtx& c, NodeId x, const char* what) {
@@ -166,6 +204,16 @@ constexpr auto kOps = std::to_array<Entry>({
          c.set(0, n);
        else
          c.set(0, b.expand(c.scalar(0, DType::boolean), c.g().shape(x).dims));
+     }},
+    {"Mod", mod},
+    {"Shrink",
+     [](NodeCtx& c) {
+       auto& b = c.b();
+       NodeId x = c.in(0);
+       double lambd = c.attr_f("lambd", 0.5), bias = c.attr_f("bias", 0.0);
+       NodeId hi = b.where(b.compare(CmpOp::gt, x, sc(c, lambd, x)), b.sub(x, sc(c, bias, x)),
+                           sc(c, 0, x));
+       c.set(0, b.where(b.compare(CmpOp::lt, x, sc(c, -lambd, x)), b.add(x, sc(c, bias, x)), hi));
      }},
     {"Add", [](NodeCtx& c) { binary(c, OpKind::Add); }},
     {"Sub", [](NodeCtx& c) { binary(c, OpKind::Sub); }},

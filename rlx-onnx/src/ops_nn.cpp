@@ -290,8 +290,17 @@ void argmax(NodeCtx& c, bool min) {
   NodeId x = c.in(0);
   auto axis = norm_axis(c.attr_i("axis", 0), c.g().shape(x).rank(), "axis");
   bool keep = c.attr_i("keepdims", 1) != 0;
-  if (c.attr_i("select_last_index", 0) != 0)
-    throw Unsupported("select_last_index = 1");
+  bool last = c.attr_i("select_last_index", 0) != 0;
+  const ir::Dim d = c.g().shape(x).dims[static_cast<std::size_t>(axis)];
+  if (last) {
+    // The last extreme is the first one of the reversed axis, counted from the end.
+    if (d.is_symbolic())
+      throw Unsupported("select_last_index over symbolic dim " + d.str());
+    std::vector<std::int64_t> rev(static_cast<std::size_t>(d.size()));
+    for (std::size_t i = 0; i < rev.size(); ++i)
+      rev[i] = d.size() - 1 - static_cast<std::int64_t>(i);
+    x = b.gather(x, c.constant(ir::Tensor::from<std::int64_t>({d.size()}, rev)), axis);
+  }
   if (min) {
     DType t = c.g().shape(x).dtype;
     if (t == DType::u8 || t == DType::boolean)
@@ -299,7 +308,10 @@ void argmax(NodeCtx& c, bool min) {
     // For integers -1 - x (= ~x) orders in reverse without overflowing; floats negate.
     x = ir::is_float(t) ? b.neg(x) : b.sub(sc(c, -1, x), x);
   }
-  c.set(0, b.argmax(x, axis, keep));
+  NodeId am = b.argmax(x, axis, keep);
+  if (last)
+    am = b.sub(c.scalar(static_cast<double>(d.size() - 1), ir::DType::i64), am);
+  c.set(0, am);
 }
 
 /// Spatial geometry of a Conv / pool node on a 4-D NCHW input: per spatial axis the kernel
