@@ -255,6 +255,74 @@ NodeId nll(NodeCtx& c, NodeId lp, NodeId target, std::optional<NodeId> weight) {
   return b.div(total, c.scalar(static_cast<double>(count), t));
 }
 
+void one_hot(NodeCtx& c) {
+  auto& b = c.b();
+  NodeId idx = c.in(0);
+  auto depth_v = c.need_value(1, "depth");
+  if (depth_v.numel() != 1)
+    throw Invalid("depth must hold one value");
+  auto depth = static_cast<std::int64_t>(depth_v.get_f64(0));
+  if (depth < 1 || depth > kMaxElements)
+    throw Invalid("depth " + std::to_string(depth));
+  NodeId vals = c.in(2);
+  if (c.g().shape(vals).dims != std::vector<Dim>{Dim(2)})
+    throw Invalid("values must be [off, on]");
+  NodeId off = reshape_to(c, b.narrow(vals, 0, 0, 1), {});
+  NodeId on = reshape_to(c, b.narrow(vals, 0, 1, 1), {});
+  auto d = c.g().shape(idx).dims;
+  auto axis = static_cast<std::size_t>(norm_axis(c.attr_i("axis", -1), d.size() + 1, "axis"));
+  if (!ir::is_int(c.g().shape(idx).dtype) && !ir::is_float(c.g().shape(idx).dtype))
+    throw Invalid("indices must be numeric");
+  idx = b.cast(idx, DType::i64); // ONNX casts (float) indices to integers
+  NodeId dep = c.scalar(static_cast<double>(depth), DType::i64);
+  idx = b.where(b.compare(CmpOp::lt, idx, c.scalar(0, DType::i64)), b.add(idx, dep), idx);
+  std::vector<Dim> u = d;
+  u.insert(u.begin() + static_cast<std::ptrdiff_t>(axis), Dim(1));
+  NodeId hot = b.compare(CmpOp::eq, reshape_to(c, idx, u),
+                         coords(c, along(u.size(), axis, depth), axis, DType::i64));
+  c.set(0, b.where(hot, on, off));
+}
+
+void eye_like(NodeCtx& c) {
+  NodeId x = c.in(0);
+  auto s = static_sizes(c, x, "EyeLike");
+  if (s.size() != 2)
+    throw Invalid("EyeLike needs a 2-D input");
+  DType t = c.g().shape(x).dtype;
+  if (c.has_attr("dtype"))
+    t = require_dtype(static_cast<int>(c.attr_i("dtype", 1)), "the EyeLike dtype");
+  std::int64_t k = c.attr_i("k", 0);
+  ir::Tensor v(ir::Shape::of(s, t));
+  for (std::int64_t i = 0; i < s[0]; ++i)
+    if (i + k >= 0 && i + k < s[1])
+      v.set_f64(i * s[1] + i + k, 1.0);
+  c.set(0, c.constant(v));
+}
+
+void compress(NodeCtx& c) {
+  NodeId x = c.in(0);
+  ir::Tensor cond = c.need_value(1, "condition");
+  std::int64_t axis = 0;
+  if (c.has_attr("axis")) {
+    axis = norm_axis(c.attr_i("axis", 0), c.g().shape(x).rank(), "axis");
+  } else {
+    auto s = static_sizes(c, x, "Compress");
+    std::int64_t n = std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>());
+    x = reshape_to(c, x, {Dim(n)});
+  }
+  const Dim d = c.g().shape(x).dims[static_cast<std::size_t>(axis)];
+  std::vector<std::int64_t> keep;
+  for (std::int64_t i = 0; i < cond.numel(); ++i)
+    if (cond.get_i64(i) != 0)
+      keep.push_back(i);
+  if (d.is_static() && !keep.empty() && keep.back() >= d.size())
+    throw Invalid("condition selects beyond the dim");
+  if (keep.empty())
+    throw Unsupported("a Compress that selects nothing (empty result)");
+  auto n = static_cast<std::int64_t>(keep.size());
+  c.set(0, c.b().gather(x, c.constant(ir::Tensor::from<std::int64_t>({n}, keep)), axis));
+}
+
 struct Entry {
   const char* name;
   Converter fn;
@@ -262,6 +330,9 @@ struct Entry {
 
 constexpr auto kOps = std::to_array<Entry>({
     {"GatherElements", gather_elements},
+    {"OneHot", one_hot},
+    {"EyeLike", eye_like},
+    {"Compress", compress},
     {"Trilu", trilu},
     {"CumSum", cumsum},
     {"Hardmax", hardmax},

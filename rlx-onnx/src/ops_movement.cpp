@@ -464,8 +464,8 @@ void pad(NodeCtx& c) {
   NodeId x = c.in(0);
   std::size_t rank = c.g().shape(x).rank();
   std::string mode = c.attr_s("mode", "constant");
-  if (mode != "constant")
-    throw Unsupported("mode '" + mode + "' (only constant padding is supported)");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    throw Unsupported("Pad mode '" + mode + "'");
   std::vector<std::int64_t> pads;
   double value = 0;
   std::vector<std::int64_t> axes;
@@ -504,7 +504,30 @@ void pad(NodeCtx& c) {
       before = std::max<std::int64_t>(before, 0);
       after = std::max<std::int64_t>(after, 0);
     }
-    x = pad_axis(c, x, ax, before, after, value);
+    if (mode == "constant") {
+      x = pad_axis(c, x, ax, before, after, value);
+      continue;
+    }
+    if (before == 0 && after == 0)
+      continue;
+    // edge / reflect: a gather of the mirrored or clamped source index of every output cell.
+    const Dim d = c.g().shape(x).dims[static_cast<std::size_t>(ax)];
+    if (d.is_symbolic())
+      throw Unsupported("Pad mode '" + mode + "' of symbolic dim " + d.str());
+    std::int64_t size = d.size();
+    if (size == 0 || (mode == "reflect" && (size < 2 || before >= size || after >= size)))
+      throw Invalid("reflect padding needs pads below the dim size");
+    std::vector<std::int64_t> idx;
+    for (std::int64_t k = -before; k < size + after; ++k) {
+      std::int64_t j = k;
+      if (mode == "edge")
+        j = std::clamp<std::int64_t>(k, 0, size - 1);
+      else
+        j = k < 0 ? -k : (k >= size ? 2 * (size - 1) - k : k);
+      idx.push_back(j);
+    }
+    auto len = static_cast<std::int64_t>(idx.size());
+    x = c.b().gather(x, c.constant(ir::Tensor::from<std::int64_t>({len}, idx)), ax);
   }
   c.set(0, x);
 }
