@@ -437,6 +437,114 @@ void conv(NodeCtx& c) {
   c.set(0, y);
 }
 
+/// Inserts \p s - 1 zeros between the elements of axis \p axis (static) of \p x.
+NodeId dilate_axis(NodeCtx& c, NodeId x, std::size_t axis, std::int64_t s) {
+  if (s == 1)
+    return x;
+  auto& b = c.b();
+  auto d = dims_of(c, x);
+  if (d[axis].is_symbolic())
+    throw Unsupported("ConvTranspose with strides over symbolic dim " + d[axis].str());
+  std::int64_t n = d[axis].size();
+  std::vector<Dim> u = d;
+  u.insert(u.begin() + static_cast<std::ptrdiff_t>(axis) + 1, Dim(1));
+  NodeId xu = reshape_to(c, x, u);
+  std::vector<Dim> zd = u;
+  zd[axis + 1] = Dim(s - 1);
+  NodeId z = b.expand(c.scalar(0, c.g().shape(x).dtype), zd);
+  NodeId both = b.concat({xu, z}, static_cast<std::int64_t>(axis) + 1);
+  std::vector<Dim> flat = d;
+  flat[axis] = Dim(n * s);
+  return b.narrow(reshape_to(c, both, flat), static_cast<std::int64_t>(axis), 0, (n - 1) * s + 1);
+}
+
+/// ConvTranspose as a convolution: the input dilated by the strides and padded by
+/// (k - 1) * dilation - pad, the kernel transposed per group and flipped.
+void conv_transpose(NodeCtx& c) {
+  auto& b = c.b();
+  NodeId x = c.in(0), wt = c.in(1);
+  auto xd = dims_of(c, x);
+  auto wd = dims_of(c, wt);
+  if (xd.size() != wd.size() || (xd.size() != 3 && xd.size() != 4))
+    throw Unsupported("ConvTranspose over " + std::to_string(xd.size() - 2) + " spatial dims");
+  if (c.has_attr("output_shape"))
+    throw Unsupported("ConvTranspose with output_shape");
+  std::string auto_pad = c.attr_s("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+    throw Unsupported("ConvTranspose with auto_pad " + auto_pad);
+  std::size_t ns = xd.size() - 2;
+  std::vector<std::int64_t> kernel;
+  for (std::size_t i = 2; i < wd.size(); ++i)
+    kernel.push_back(wd[i].size());
+  if (auto ks = c.attr_ints("kernel_shape"); ks && *ks != kernel)
+    throw Invalid("kernel_shape does not match W");
+  auto strides = c.attr_ints("strides").value_or(std::vector<std::int64_t>(ns, 1));
+  auto dil = c.attr_ints("dilations").value_or(std::vector<std::int64_t>(ns, 1));
+  auto pads = c.attr_ints("pads").value_or(std::vector<std::int64_t>(2 * ns, 0));
+  auto outpad = c.attr_ints("output_padding").value_or(std::vector<std::int64_t>(ns, 0));
+  if (auto_pad == "VALID")
+    pads.assign(2 * ns, 0);
+  std::int64_t group = c.attr_i("group", 1);
+  if (strides.size() != ns || dil.size() != ns || pads.size() != 2 * ns || outpad.size() != ns ||
+      group < 1)
+    throw Invalid("strides / dilations / pads / output_padding / group do not fit");
+  if (ns == 1) { // lift 1-D to 2-D
+    x = to_4d(c, x);
+    wt = to_4d(c, wt);
+    kernel.insert(kernel.begin(), 1);
+    strides.insert(strides.begin(), 1);
+    dil.insert(dil.begin(), 1);
+    pads = {0, pads[0], 0, pads[1]};
+    outpad.insert(outpad.begin(), 0);
+  }
+  auto w4 = dims_of(c, wt);
+  if (!w4[0].is_static() || !w4[1].is_static())
+    throw Unsupported("ConvTranspose with a symbolic weight");
+  std::int64_t cin = w4[0].size(), mg = w4[1].size();
+  if (cin % group != 0)
+    throw Invalid("input channels not divisible by group");
+  // W [C, M/g, kh, kw] -> [M, C/g, kh, kw], spatially flipped.
+  NodeId w =
+      reshape_to(c, wt, {Dim(group), Dim(cin / group), Dim(mg), Dim(kernel[0]), Dim(kernel[1])});
+  w = b.transpose(w, {0, 2, 1, 3, 4});
+  w = reshape_to(c, w, {Dim(group * mg), Dim(cin / group), Dim(kernel[0]), Dim(kernel[1])});
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (kernel[i] == 1)
+      continue;
+    std::vector<std::int64_t> rev(static_cast<std::size_t>(kernel[i]));
+    for (std::size_t k = 0; k < rev.size(); ++k)
+      rev[k] = kernel[i] - 1 - static_cast<std::int64_t>(k);
+    w = b.gather(w, c.constant(ir::Tensor::from<std::int64_t>({kernel[i]}, rev)),
+                 static_cast<std::int64_t>(2 + i));
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    auto ax = static_cast<std::int64_t>(2 + i);
+    x = dilate_axis(c, x, 2 + i, strides[i]);
+    std::int64_t keff = (kernel[i] - 1) * dil[i] + 1;
+    std::int64_t before = keff - 1 - pads[i], after = keff - 1 - pads[i + 2] + outpad[i];
+    std::int64_t n = dims_of(c, x)[2 + i].size();
+    std::int64_t cut_b = std::max<std::int64_t>(-before, 0),
+                 cut_a = std::max<std::int64_t>(-after, 0);
+    if (cut_b + cut_a >= n)
+      throw Invalid("pads larger than the output");
+    if (cut_b || cut_a)
+      x = b.narrow(x, ax, cut_b, n - cut_b - cut_a);
+    x = pad_axis(c, x, ax, std::max<std::int64_t>(before, 0), std::max<std::int64_t>(after, 0),
+                 0.0);
+  }
+  ir::Conv2dAttrs a;
+  a.stride = {1, 1};
+  a.padding = {0, 0};
+  a.dilation = dil;
+  a.groups = group;
+  NodeId y = b.conv2d(x, w, c.has(2) ? c.in(2) : NodeId{}, a);
+  if (xd.size() == 3) {
+    auto yd = dims_of(c, y);
+    y = reshape_to(c, y, {yd[0], yd[1], yd[3]});
+  }
+  c.set(0, y);
+}
+
 void pool(NodeCtx& c, bool max) {
   auto& b = c.b();
   NodeId x = c.in(0);
@@ -582,6 +690,7 @@ constexpr auto kOps = std::to_array<Entry>({
     {"ArgMax", [](NodeCtx& c) { argmax(c, false); }},
     {"ArgMin", [](NodeCtx& c) { argmax(c, true); }},
     {"Conv", conv},
+    {"ConvTranspose", conv_transpose},
     {"MaxPool", [](NodeCtx& c) { pool(c, true); }},
     {"AveragePool", [](NodeCtx& c) { pool(c, false); }},
     {"GlobalAveragePool", [](NodeCtx& c) { global_pool(c, ReduceOp::mean); }},
