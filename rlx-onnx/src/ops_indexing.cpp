@@ -3,7 +3,9 @@
 // SoftmaxCrossEntropyLoss pair (one-hot picks, so every result is exact).
 #include "importer.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <numeric>
 
 namespace rlx::onnx::detail {
@@ -323,6 +325,152 @@ void compress(NodeCtx& c) {
   c.set(0, c.b().gather(x, c.constant(ir::Tensor::from<std::int64_t>({n}, keep)), axis));
 }
 
+/// Resize / Upsample: per resized axis, nearest picks a gather; linear and cubic multiply by the
+/// [in, out] interpolation matrix of ONNX's formulas (edge-clamped neighbours), all built from the
+/// static sizes at import time.
+void resize(NodeCtx& c, bool upsample) {
+  auto& b = c.b();
+  NodeId x = c.in(0);
+  auto s = static_sizes(c, x, upsample ? "Upsample" : "Resize");
+  std::size_t r = s.size();
+  std::string mode = c.attr_s("mode", "nearest");
+  std::string ctm = "asymmetric", nearest = "floor";
+  double a = -0.75;
+  bool exclude = false;
+  std::vector<double> scales;
+  std::vector<std::int64_t> sizes;
+  auto read_scales = [&](std::size_t slot) {
+    ir::Tensor t = c.need_value(slot, "scales");
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      scales.push_back(t.get_f64(i));
+  };
+  if (upsample || c.opset() < 11) {
+    if (c.opset() < 9 && upsample) {
+      auto f = c.attr_floats("scales");
+      if (!f)
+        throw Invalid("scales missing");
+      scales.assign(f->begin(), f->end());
+    } else {
+      read_scales(1);
+    }
+  } else {
+    ctm = c.attr_s("coordinate_transformation_mode", "half_pixel");
+    nearest = c.attr_s("nearest_mode", "round_prefer_floor");
+    a = c.attr_f("cubic_coeff_a", -0.75);
+    exclude = c.attr_i("exclude_outside", 0) != 0;
+    c.ignore("extrapolation_value"); // only used by tf_crop_and_resize, refused below
+    if (c.has(3)) {
+      sizes = c.need_ints(3, "sizes");
+    } else if (c.has(2)) {
+      read_scales(2);
+    }
+  }
+  if (mode == "bilinear" || mode == "trilinear")
+    mode = "linear";
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    throw Invalid("mode '" + mode + "'");
+  if (ctm == "tf_crop_and_resize")
+    throw Unsupported("coordinate_transformation_mode tf_crop_and_resize");
+  if (scales.empty() && sizes.empty())
+    throw Invalid("neither scales nor sizes given");
+  if ((!scales.empty() && scales.size() != r) || (!sizes.empty() && sizes.size() != r))
+    throw Invalid("scales / sizes do not match the rank");
+  for (std::size_t ax = 0; ax < r; ++ax) {
+    std::int64_t in = s[ax];
+    std::int64_t out =
+        sizes.empty() ? static_cast<std::int64_t>(std::floor(in * scales[ax])) : sizes[ax];
+    double scale = sizes.empty() ? scales[ax] : static_cast<double>(out) / static_cast<double>(in);
+    if (out < 1 || out > kMaxElements || !(scale > 0))
+      throw Invalid("output size " + std::to_string(out) + " on axis " + std::to_string(ax));
+    if (out == in && scale == 1.0)
+      continue;
+    auto original = [&](std::int64_t i) {
+      double xi = static_cast<double>(i);
+      if (ctm == "half_pixel")
+        return (xi + 0.5) / scale - 0.5;
+      // ONNX measures the resized length as in * scale, before flooring.
+      double len = static_cast<double>(in) * scale;
+      if (ctm == "pytorch_half_pixel")
+        return len > 1 ? (xi + 0.5) / scale - 0.5 : 0.0;
+      if (ctm == "align_corners")
+        return len == 1 ? 0.0 : xi * static_cast<double>(in - 1) / (len - 1);
+      if (ctm == "asymmetric")
+        return xi / scale;
+      if (ctm == "tf_half_pixel_for_nn")
+        return (xi + 0.5) / scale;
+      throw Invalid("coordinate_transformation_mode '" + ctm + "'");
+    };
+    auto clamp = [&](std::int64_t i) { return std::clamp<std::int64_t>(i, 0, in - 1); };
+    auto axis = static_cast<std::int64_t>(ax);
+    if (mode == "nearest") {
+      std::vector<std::int64_t> idx;
+      for (std::int64_t i = 0; i < out; ++i) {
+        double xo = original(i), f = std::floor(xo);
+        std::int64_t k;
+        if (nearest == "floor")
+          k = static_cast<std::int64_t>(f);
+        else if (nearest == "ceil")
+          k = static_cast<std::int64_t>(std::ceil(xo));
+        else if (nearest == "round_prefer_floor")
+          k = static_cast<std::int64_t>(xo - f == 0.5 ? f : std::round(xo));
+        else if (nearest == "round_prefer_ceil")
+          k = static_cast<std::int64_t>(xo - f == 0.5 ? f + 1 : std::round(xo));
+        else
+          throw Invalid("nearest_mode '" + nearest + "'");
+        idx.push_back(clamp(k));
+      }
+      x = b.gather(x, c.constant(ir::Tensor::from<std::int64_t>({out}, idx)), axis);
+      continue;
+    }
+    DType t = c.g().shape(x).dtype;
+    if (!ir::is_float(t))
+      throw Unsupported(mode + " Resize of " + std::string(ir::dtype_name(t)));
+    ir::Tensor m(ir::Shape::of({in, out}, t));
+    std::vector<double> acc(static_cast<std::size_t>(in * out), 0.0);
+    for (std::int64_t i = 0; i < out; ++i) {
+      double xo = original(i);
+      double base = std::floor(xo);
+      if (xo == base)
+        base -= 1; // ratio in (0, 1]: the pixel on the left is preferred
+      double ratio = xo - base;
+      std::vector<std::pair<std::int64_t, double>> taps;
+      auto b0 = static_cast<std::int64_t>(base);
+      if (mode == "linear") {
+        taps = {{b0, 1 - ratio}, {b0 + 1, ratio}};
+      } else {
+        double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+        taps = {{b0 - 1, ((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a},
+                {b0, ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1},
+                {b0 + 1, ((a + 2) * q - (a + 3)) * q * q + 1},
+                {b0 + 2, ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a}};
+      }
+      double total = 0;
+      for (auto& [k, w] : taps) {
+        if (exclude && (k < 0 || k >= in))
+          w = 0;
+        total += w;
+      }
+      for (auto& [k, w] : taps)
+        acc[static_cast<std::size_t>(clamp(k) * out + i)] += exclude && total != 0 ? w / total : w;
+    }
+    for (std::size_t k = 0; k < acc.size(); ++k)
+      m.set_f64(static_cast<std::int64_t>(k), acc[k]);
+    auto perm = to_last(r, ax);
+    NodeId y = b.matmul(
+        reshape_to(
+            c, b.transpose(x, perm),
+            {Dim(std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>()) / in),
+             Dim(in)}),
+        c.constant(m));
+    std::vector<Dim> td;
+    for (auto p : perm)
+      td.push_back(Dim(p == axis ? out : s[static_cast<std::size_t>(p)]));
+    x = b.transpose(reshape_to(c, y, td), inverse(perm));
+    s[ax] = out;
+  }
+  c.set(0, x);
+}
+
 struct Entry {
   const char* name;
   Converter fn;
@@ -330,6 +478,8 @@ struct Entry {
 
 constexpr auto kOps = std::to_array<Entry>({
     {"GatherElements", gather_elements},
+    {"Resize", [](NodeCtx& c) { resize(c, false); }},
+    {"Upsample", [](NodeCtx& c) { resize(c, true); }},
     {"OneHot", one_hot},
     {"EyeLike", eye_like},
     {"Compress", compress},
