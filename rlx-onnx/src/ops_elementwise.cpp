@@ -112,6 +112,25 @@ NodeId floor_or_ceil(NodeCtx& c, NodeId x, bool ceil) {
   return b.where(small, fixed, x);
 }
 
+/// Round half to even, in f64 (exact: floor is exact, and x - floor(x) is exact in f64 for every
+/// f32 / f16 / bf16 value); NaN and inf pass through.
+NodeId round_even(NodeCtx& c, NodeId x) {
+  auto& b = c.b();
+  DType t = float_dtype(c, x, "Round");
+  NodeId xd = t == DType::f64 ? x : b.cast(x, DType::f64);
+  NodeId f = floor_or_ceil(c, xd, false);
+  NodeId diff = b.sub(xd, f);
+  NodeId half = c.scalar(0.5, DType::f64), one = c.scalar(1, DType::f64);
+  NodeId up = b.add(f, one);
+  NodeId even = b.compare(
+      CmpOp::eq, b.sub(f, b.mul(c.scalar(2, DType::f64), floor_or_ceil(c, b.mul(f, half), false))),
+      c.scalar(0, DType::f64));
+  NodeId tie = b.where(even, f, up);
+  NodeId r = b.where(b.compare(CmpOp::gt, diff, half), up,
+                     b.where(b.compare(CmpOp::lt, diff, half), f, tie));
+  return t == DType::f64 ? r : b.cast(r, t);
+}
+
 NodeId softplus(NodeCtx& c, NodeId x) {
   auto& b = c.b();
   return b.log(b.add(b.exp(x), sc(c, 1, x)));
@@ -174,6 +193,7 @@ constexpr auto kOps = std::to_array<Entry>({
     {"Erf", [](NodeCtx& c) { unary(c, OpKind::Erf); }},
     {"Floor", [](NodeCtx& c) { c.ignore("consumed_inputs"), c.set(0, floor_or_ceil(c, c.in(0), false)); }},
     {"Ceil", [](NodeCtx& c) { c.ignore("consumed_inputs"), c.set(0, floor_or_ceil(c, c.in(0), true)); }},
+    {"Round", [](NodeCtx& c) { c.set(0, round_even(c, c.in(0))); }},
     {"Sign",
      [](NodeCtx& c) {
        auto& b = c.b();

@@ -471,6 +471,123 @@ void resize(NodeCtx& c, bool upsample) {
   c.set(0, x);
 }
 
+/// Flat source positions of ScatterElements / ScatterND with indices known at import time:
+/// \returns, per element of data, the flat update index written there (-1: kept).
+std::vector<std::int64_t> scatter_map(NodeCtx& c, const std::vector<std::int64_t>& ds,
+                                      const ir::Tensor& idx, const std::vector<std::int64_t>& us,
+                                      std::optional<std::size_t> axis) {
+  auto dstr = ir::contiguous_strides(ds);
+  std::int64_t n = std::accumulate(ds.begin(), ds.end(), std::int64_t{1}, std::multiplies<>());
+  std::vector<std::int64_t> src(static_cast<std::size_t>(n), -1);
+  auto wrap = [&](std::int64_t v, std::int64_t dim) {
+    if (v < -dim || v >= dim)
+      throw Invalid("index " + std::to_string(v) + " out of range for dim " + std::to_string(dim));
+    return v < 0 ? v + dim : v;
+  };
+  std::int64_t un = std::accumulate(us.begin(), us.end(), std::int64_t{1}, std::multiplies<>());
+  auto ustr = ir::contiguous_strides(us);
+  if (axis) { // ScatterElements: updates and indices share a shape
+    for (std::int64_t u = 0; u < un; ++u) {
+      std::int64_t off = 0;
+      for (std::size_t d = 0; d < ds.size(); ++d) {
+        std::int64_t coord = (u / ustr[d]) % us[d];
+        if (d == *axis)
+          coord = wrap(idx.get_i64(u), ds[d]);
+        off += coord * dstr[d];
+      }
+      src[static_cast<std::size_t>(off)] = u;
+    }
+  } else { // ScatterND: indices [..., k] address the first k dims; updates [..., ds[k:]]
+    auto is = idx.shape().sizes();
+    std::size_t k = static_cast<std::size_t>(is.back());
+    std::int64_t tuples = idx.numel() / static_cast<std::int64_t>(std::max<std::size_t>(k, 1));
+    std::int64_t block = 1;
+    for (std::size_t d = k; d < ds.size(); ++d)
+      block *= ds[d];
+    if (k > ds.size() || tuples * block != un)
+      throw Invalid("indices / updates do not fit the data");
+    for (std::int64_t t = 0; t < tuples; ++t) {
+      std::int64_t off = 0;
+      for (std::size_t d = 0; d < k; ++d)
+        off += wrap(idx.get_i64(t * static_cast<std::int64_t>(k) + static_cast<std::int64_t>(d)),
+                    ds[d]) *
+               dstr[d];
+      for (std::int64_t e = 0; e < block; ++e)
+        src[static_cast<std::size_t>(off + e)] = t * block + e;
+    }
+  }
+  (void)c;
+  return src;
+}
+
+/// ScatterElements / ScatterND (reduction none) with indices known at import time:
+/// where(written, gather(updates), data).
+void scatter(NodeCtx& c, bool nd) {
+  auto& b = c.b();
+  NodeId data = c.in(0), upd = c.in(2);
+  auto ds = static_sizes(c, data, "Scatter");
+  auto us = static_sizes(c, upd, "Scatter");
+  ir::Tensor idx = c.need_value(1, "indices");
+  std::string red = c.attr_s("reduction", "none");
+  if (red != "none")
+    throw Unsupported("reduction '" + red + "'");
+  std::optional<std::size_t> axis;
+  if (!nd)
+    axis = static_cast<std::size_t>(norm_axis(c.attr_i("axis", 0), ds.size(), "axis"));
+  if (!nd && idx.shape().sizes() != us)
+    throw Invalid("indices and updates shapes differ");
+  auto src = scatter_map(c, ds, idx, us, axis);
+  std::int64_t n = static_cast<std::int64_t>(src.size());
+  ir::Tensor mask(ir::Shape::of(ds, DType::boolean)), from(ir::Shape::of(ds, DType::i64));
+  for (std::int64_t i = 0; i < n; ++i) {
+    mask.set_i64(i, src[static_cast<std::size_t>(i)] >= 0);
+    from.set_i64(i, std::max<std::int64_t>(src[static_cast<std::size_t>(i)], 0));
+  }
+  std::int64_t un = std::accumulate(us.begin(), us.end(), std::int64_t{1}, std::multiplies<>());
+  NodeId picked = b.gather(reshape_to(c, upd, {Dim(un)}), c.constant(from), 0);
+  c.set(0, b.where(c.constant(mask), picked, data));
+}
+
+/// GatherND (batch_dims 0) with indices known at import time: a gather of flat positions.
+void gather_nd(NodeCtx& c) {
+  NodeId data = c.in(0);
+  auto ds = static_sizes(c, data, "GatherND");
+  if (c.attr_i("batch_dims", 0) != 0)
+    throw Unsupported("batch_dims != 0");
+  ir::Tensor idx = c.need_value(1, "indices");
+  auto is = idx.shape().sizes();
+  if (is.empty())
+    throw Invalid("indices must have rank >= 1");
+  auto k = static_cast<std::size_t>(is.back());
+  if (k > ds.size() || k == 0)
+    throw Invalid("index tuples longer than the data rank");
+  auto dstr = ir::contiguous_strides(ds);
+  std::int64_t tuples = idx.numel() / static_cast<std::int64_t>(k);
+  std::vector<std::int64_t> flat;
+  for (std::int64_t t = 0; t < tuples; ++t) {
+    std::int64_t off = 0;
+    for (std::size_t d = 0; d < k; ++d) {
+      std::int64_t v = idx.get_i64(t * static_cast<std::int64_t>(k) + static_cast<std::int64_t>(d));
+      if (v < -ds[d] || v >= ds[d])
+        throw Invalid("index out of range");
+      off += (v < 0 ? v + ds[d] : v) * dstr[d];
+    }
+    flat.push_back(off / (k < ds.size() ? dstr[k - 1] : 1));
+  }
+  // Rows of the trailing block: reshape data to [prod(ds[:k]), ds[k:]...] and gather rows.
+  std::int64_t rows = 1;
+  std::vector<Dim> shaped{Dim(0)};
+  for (std::size_t d = 0; d < k; ++d)
+    rows *= ds[d];
+  shaped[0] = Dim(rows);
+  for (std::size_t d = k; d < ds.size(); ++d)
+    shaped.emplace_back(ds[d]);
+  std::vector<std::int64_t> ishape(is.begin(), is.end() - 1);
+  NodeId out = c.b().gather(reshape_to(c, data, shaped),
+                            c.constant(ir::Tensor::from<std::int64_t>(ishape, flat)), 0);
+  c.set(0, out);
+}
+
 struct Entry {
   const char* name;
   Converter fn;
@@ -478,6 +595,10 @@ struct Entry {
 
 constexpr auto kOps = std::to_array<Entry>({
     {"GatherElements", gather_elements},
+    {"ScatterElements", [](NodeCtx& c) { scatter(c, false); }},
+    {"ScatterND", [](NodeCtx& c) { scatter(c, true); }},
+    {"Scatter", [](NodeCtx& c) { scatter(c, false); }}, // opset 9-10 name of ScatterElements
+    {"GatherND", gather_nd},
     {"Resize", [](NodeCtx& c) { resize(c, false); }},
     {"Upsample", [](NodeCtx& c) { resize(c, true); }},
     {"OneHot", one_hot},
