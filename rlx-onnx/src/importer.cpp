@@ -70,6 +70,12 @@ std::string describe_node(const pb::NodeProto& n, int index) {
   return s;
 }
 
+void check_built_size(std::int64_t numel, const std::string& what) {
+  if (numel < 0 || numel > kMaxBuiltElements)
+    throw Unsupported(what + " of " + std::to_string(numel) +
+                      " elements is too large to build at import time (limit 2^24)");
+}
+
 std::int64_t norm_axis(std::int64_t axis, std::size_t rank, const char* what) {
   auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= r)

@@ -161,6 +161,11 @@ ir::NodeId reshape_to(NodeCtx& c, ir::NodeId x, std::vector<ir::Dim> dims);
 /// constants).
 ir::NodeId pad_axis(NodeCtx& c, ir::NodeId x, std::int64_t axis, std::int64_t before,
                     std::int64_t after, double v);
+/// Largest tensor the importer builds itself (index maps, masks, interpolation matrices, folded
+/// ranges): 2^24 elements. A larger one is refused (Unsupported) instead of exhausting memory.
+inline constexpr std::int64_t kMaxBuiltElements = std::int64_t{1} << 24;
+/// Throws Unsupported naming \p what when \p numel exceeds kMaxBuiltElements.
+void check_built_size(std::int64_t numel, const std::string& what);
 /// Normalises an ONNX axis against \p rank; throws Invalid when out of range.
 std::int64_t norm_axis(std::int64_t axis, std::size_t rank, const char* what);
 

@@ -27,6 +27,9 @@ std::vector<std::int64_t> static_sizes(NodeCtx& c, NodeId x, const char* what) {
 
 /// A constant of \p sizes whose element is its coordinate along \p axis (dtype \p t).
 NodeId coords(NodeCtx& c, const std::vector<std::int64_t>& sizes, std::size_t axis, DType t) {
+  check_built_size(
+      std::accumulate(sizes.begin(), sizes.end(), std::int64_t{1}, std::multiplies<>()),
+      "a coordinate table");
   ir::Tensor v(ir::Shape::of(sizes, t));
   auto strides = ir::contiguous_strides(sizes);
   for (std::int64_t i = 0; i < v.numel(); ++i)
@@ -51,6 +54,8 @@ void gather_elements(NodeCtx& c) {
   auto axis = static_cast<std::size_t>(norm_axis(c.attr_i("axis", 0), ds.size(), "axis"));
   auto strides = ir::contiguous_strides(ds);
   // Linear index = index * stride[axis] + sum of the other coordinates * their strides.
+  check_built_size(std::accumulate(is.begin(), is.end(), std::int64_t{1}, std::multiplies<>()),
+                   "the GatherElements offsets");
   ir::Tensor offset(ir::Shape::of(is, DType::i64));
   auto istr = ir::contiguous_strides(is);
   for (std::int64_t i = 0; i < offset.numel(); ++i) {
@@ -86,6 +91,7 @@ void trilu(NodeCtx& c) {
   }
   bool upper = c.attr_i("upper", 1) != 0;
   std::int64_t n = s[s.size() - 2], m = s.back();
+  check_built_size(n * m, "the Trilu mask");
   ir::Tensor mask(ir::Shape::of({n, m}, DType::boolean));
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = 0; j < m; ++j)
@@ -124,6 +130,7 @@ void cumsum(NodeCtx& c) {
   DType t = c.g().shape(x).dtype;
   std::int64_t n = s[axis];
   // out[.., i] = sum_j x[.., j] * T[j][i], T selecting the summed positions.
+  check_built_size(n * n, "the CumSum matrix");
   ir::Tensor tri(ir::Shape::of({n, n}, t));
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int64_t i = 0; i < n; ++i) {
@@ -294,6 +301,7 @@ void eye_like(NodeCtx& c) {
   if (c.has_attr("dtype"))
     t = require_dtype(static_cast<int>(c.attr_i("dtype", 1)), "the EyeLike dtype");
   std::int64_t k = c.attr_i("k", 0);
+  check_built_size(s[0] * s[1], "EyeLike");
   ir::Tensor v(ir::Shape::of(s, t));
   for (std::int64_t i = 0; i < s[0]; ++i)
     if (i + k >= 0 && i + k < s[1])
@@ -403,6 +411,7 @@ void resize(NodeCtx& c, bool upsample) {
     auto clamp = [&](std::int64_t i) { return std::clamp<std::int64_t>(i, 0, in - 1); };
     auto axis = static_cast<std::int64_t>(ax);
     if (mode == "nearest") {
+      check_built_size(out, "the Resize index map");
       std::vector<std::int64_t> idx;
       for (std::int64_t i = 0; i < out; ++i) {
         double xo = original(i), f = std::floor(xo);
@@ -425,6 +434,8 @@ void resize(NodeCtx& c, bool upsample) {
     DType t = c.g().shape(x).dtype;
     if (!ir::is_float(t))
       throw Unsupported(mode + " Resize of " + std::string(ir::dtype_name(t)));
+    if (in > kMaxBuiltElements / out)
+      check_built_size(kMaxBuiltElements + 1, "the Resize interpolation matrix");
     ir::Tensor m(ir::Shape::of({in, out}, t));
     std::vector<double> acc(static_cast<std::size_t>(in * out), 0.0);
     for (std::int64_t i = 0; i < out; ++i) {
@@ -478,6 +489,7 @@ std::vector<std::int64_t> scatter_map(NodeCtx& c, const std::vector<std::int64_t
                                       std::optional<std::size_t> axis) {
   auto dstr = ir::contiguous_strides(ds);
   std::int64_t n = std::accumulate(ds.begin(), ds.end(), std::int64_t{1}, std::multiplies<>());
+  check_built_size(n, "the scatter map");
   std::vector<std::int64_t> src(static_cast<std::size_t>(n), -1);
   auto wrap = [&](std::int64_t v, std::int64_t dim) {
     if (v < -dim || v >= dim)

@@ -253,6 +253,7 @@ NodeId slice_axis(NodeCtx& c, NodeId x, std::size_t axis, std::int64_t start, st
     return empty_like(c, x, axis);
   if (step == 1)
     return (start == 0 && len == d) ? x : c.b().narrow(x, ax, start, len);
+  check_built_size(len, "the slice index list");
   std::vector<std::int64_t> idx(static_cast<std::size_t>(len));
   for (std::int64_t k = 0; k < len; ++k)
     idx[static_cast<std::size_t>(k)] = start + k * step;
@@ -427,6 +428,7 @@ void range(NodeCtx& c) {
   if (!(count <= static_cast<double>(kMaxElements)))
     throw Invalid("the range is too long");
   auto n = static_cast<std::int64_t>(std::max(count, 0.0));
+  check_built_size(n, "Range");
   ir::Tensor out(ir::Shape::of({n}, s.dtype()));
   for (std::int64_t i = 0; i < n; ++i) {
     if (ir::is_int(s.dtype()))
@@ -517,6 +519,7 @@ void pad(NodeCtx& c) {
     std::int64_t size = d.size();
     if (size == 0 || (mode == "reflect" && (size < 2 || before >= size || after >= size)))
       throw Invalid("reflect padding needs pads below the dim size");
+    check_built_size(before + size + after, "the Pad index list");
     std::vector<std::int64_t> idx;
     for (std::int64_t k = -before; k < size + after; ++k) {
       std::int64_t j = k;

@@ -296,6 +296,7 @@ void argmax(NodeCtx& c, bool min) {
     // The last extreme is the first one of the reversed axis, counted from the end.
     if (d.is_symbolic())
       throw Unsupported("select_last_index over symbolic dim " + d.str());
+    check_built_size(d.size(), "the reversed index list");
     std::vector<std::int64_t> rev(static_cast<std::size_t>(d.size()));
     for (std::size_t i = 0; i < rev.size(); ++i)
       rev[i] = d.size() - 1 - static_cast<std::int64_t>(i);

@@ -150,5 +150,48 @@ TEST(OnnxFuzz, HostileShapeOperands) {
   }
 }
 
+/// The import is refused with a clear "too large" error (no attempt to allocate the table).
+void expect_too_large(const ModelBuilder& mb) {
+  try {
+    import_model(mb.bytes());
+    ADD_FAILURE() << "no error";
+  } catch (const ImportError& e) {
+    EXPECT_NE(std::string(e.what()).find("too large to build at import time"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(OnnxFuzz, HugeTablesTheImporterWouldBuild) {
+  // Range / EyeLike / Slice with a step over huge extents: refused, not materialised.
+  {
+    ModelBuilder mb;
+    mb.input("x", {1});
+    mb.initializer("s", ir::Tensor::scalar<std::int64_t>(0));
+    mb.initializer("l", ir::Tensor::scalar<std::int64_t>(std::int64_t{1} << 38));
+    mb.initializer("d", ir::Tensor::scalar<std::int64_t>(1));
+    mb.node("Range", {"s", "l", "d"}, {"y"});
+    mb.output("y");
+    expect_too_large(mb);
+  }
+  {
+    ModelBuilder mb;
+    mb.input("x", {std::int64_t{1} << 19, std::int64_t{1} << 19});
+    mb.node("EyeLike", {"x"}, {"y"});
+    mb.output("y");
+    expect_too_large(mb);
+  }
+  {
+    ModelBuilder mb;
+    mb.input("x", {std::int64_t{1} << 36});
+    mb.initializer("st", ir::Tensor::from<std::int64_t>({1}, {0}));
+    mb.initializer("en", ir::Tensor::from<std::int64_t>({1}, {std::int64_t{1} << 36}));
+    mb.initializer("ax", ir::Tensor::from<std::int64_t>({1}, {0}));
+    mb.initializer("sp", ir::Tensor::from<std::int64_t>({1}, {2}));
+    mb.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"});
+    mb.output("y");
+    expect_too_large(mb);
+  }
+}
+
 } // namespace
 } // namespace rlx::onnx
