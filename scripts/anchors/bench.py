@@ -11,7 +11,11 @@ median latency, the ratio rlx/ORT and GFLOP/s (matmul FLOPs only, the count benc
 both columns). The machine's load average is printed with
 the table: figures taken while other work runs are noisy and labelled so.
 
-Usage: bench.py --models-dir DIR --bench-ort FILE [--rlx PATH | --no-rlx] [--rounds 3]
+With --rlx-onnx, rlx benchmarks the very .onnx file ONNX Runtime runs (`rlx bench --onnx`, imported by
+rlx-onnx) instead of building the model with its own builder; the ratio then shows what the import
+path costs next to the builder path.
+
+Usage: bench.py --models-dir DIR --bench-ort FILE [--rlx PATH | --no-rlx] [--rlx-onnx] [--rounds 3]
                 [--cases bert_base:1,bert_mini:8,llama,mlp] [--target-s 3] [--json FILE]
 """
 import argparse
@@ -80,7 +84,12 @@ def pick(d, *keys):
 
 def run_rlx(args, model, b, s, runs, warmup):
     """One `rlx bench` of a case; returns its parsed JSON record (median_ms etc.)."""
-    cmd = [args.rlx, "bench"] + shlex.split(rlx_flags(model, b, s)) + shlex.split(args.rlx_extra)
+    if args.rlx_onnx:  # the very .onnx file ONNX Runtime runs, imported by rlx-onnx
+        flags = f"--onnx {shlex.quote(os.path.join(args.models_dir, model + '.onnx'))} --batch {b}"
+        flags += "" if model == "mlp" else f" --seq {s}"
+    else:
+        flags = rlx_flags(model, b, s)
+    cmd = [args.rlx, "bench"] + shlex.split(flags) + shlex.split(args.rlx_extra)
     if "--threads" not in args.rlx_extra:
         cmd += ["--threads", "2"]  # as bench_ort.js's intraOpNumThreads
     cmd += ["--runs", str(runs), "--warmup", str(warmup), "--json"]
@@ -133,6 +142,8 @@ def main():
     ap.add_argument("--rlx", default=None)
     ap.add_argument("--no-rlx", action="store_true", help="time ONNX Runtime only")
     ap.add_argument("--rlx-extra", default="", help="extra flags for every `rlx bench`")
+    ap.add_argument("--rlx-onnx", action="store_true",
+                    help="rlx runs the same .onnx files as ORT (rlx bench --onnx) instead of its builder")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cases", default="")
     ap.add_argument("--target-s", type=float, default=3.0, help="timed seconds per case per round")
@@ -202,7 +213,8 @@ def main():
     noisy = max(load0, load1) > 0.5 * (os.cpu_count() or 1)
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     print(f"\n### rlx vs ONNX Runtime ({when}; {cpu_model()} x{os.cpu_count()}; "
-          f"{a.rounds} interleaved rounds, median of per-round medians)\n")
+          f"{a.rounds} interleaved rounds, median of per-round medians; rlx runs "
+          f"{'the same .onnx files (rlx-onnx import)' if a.rlx_onnx else 'its builder-made graphs'})\n")
     if noisy:
         print(f"NOISY: load average {load0:.1f} at start, {load1:.1f} at end on {os.cpu_count()} cores "
               "(other work was running); rerun on a quiet machine for figures to quote.\n")

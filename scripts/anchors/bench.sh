@@ -3,12 +3,14 @@
 #
 # Usage: scripts/anchors/bench.sh [--cases bert_base:1,bert_base:8,bert_mini,llama,mlp] [--rounds 3]
 #                                 [--target-s 3] [--json FILE] [--work DIR] [--no-rlx]
-#                                 [--rlx-extra "--device cpu"]
+#                                 [--rlx-extra "--device cpu"] [--rlx-onnx]
 # Installs onnxruntime-node into /tmp/ortnode when missing, exports the ONNX anchor models once
 # (make_models.py, into WORK/onnx), then runs bench.py: per round, every case timed with
 # ../shared/anchors/bench_ort.js and with `rlx bench ... --json`, interleaved; prints a markdown
 # table (medians, rlx/ORT ratio, GFLOP/s) and writes all figures as JSON (default WORK/bench.json).
 # The whole table takes ~5-10 min with the defaults; --cases and --target-s make it shorter.
+# --rlx-onnx: rlx benchmarks the same .onnx files ORT runs (`rlx bench --onnx`, rlx-onnx's importer)
+# instead of its builder-made graphs.
 # --cases takes model or model:batch; ONNX Runtime times all batches of a selected model (that is how
 # bench_ort.js selects), only the selected rows are reported.
 # Environment: RLX (the rlx binary), RLX_ANCHORS (../shared/anchors), RLX_PYTHON (/usr/bin/python3).
@@ -25,8 +27,9 @@ while [[ $# -gt 0 ]]; do
   --work) WORK="$2"; shift 2 ;;
   --json) JSON="$2"; shift 2 ;;
   --no-rlx) NO_RLX=1; PASS+=(--no-rlx); shift ;;
+  --rlx-onnx) PASS+=(--rlx-onnx); shift ;;
   --cases | --rounds | --target-s | --rlx-extra | --min-reps) PASS+=("$1" "$2"); shift 2 ;;
-  -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
   *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

@@ -203,6 +203,8 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
       ->check(CLI::IsMember({"bert", "llama", "mlp"}));
   app.add_option("--graph", a.graph_file,
                  "a graph JSON file (from `rlx export`) instead of --model");
+  app.add_option("--onnx", a.onnx_file,
+                 "an ONNX model file instead of --model (weights from its initializers)");
   app.add_option("--model-dir", a.model_dir,
                  "a HuggingFace model folder: config.json (bert or llama) and model.safetensors "
                  "or a sharded model.safetensors.index.json; flags override its config");
@@ -272,6 +274,8 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
 }
 
 ResolvedModel resolve_model(const ModelArgs& in, bool with_weights) {
+  if (!in.onnx_file.empty())
+    return resolve_onnx(in);
   ModelArgs a = in;
   ResolvedModel m;
   const bool from_graph = !a.graph_file.empty();
@@ -485,6 +489,10 @@ runtime::CompileOptions compile_options(const ModelArgs& a, const ResolvedModel&
 }
 
 void load_weights(runtime::Executable& exe, const ModelArgs& a, const ResolvedModel& m) {
+  if (!m.params.empty()) {
+    exe.set_params(m.params);
+    return;
+  }
   if (m.weights.empty()) {
     exe.set_params(runtime::init_params(exe.graph(), a.seed));
     return;

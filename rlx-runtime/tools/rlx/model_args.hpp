@@ -25,6 +25,7 @@ struct ModelArgs {
   std::string model;      ///< bert | llama | mlp; empty = bert, or config.json's with --model-dir
   std::string graph_file; ///< a graph JSON file instead of a built-in model
   std::string model_dir;  ///< a HuggingFace model folder (config.json + safetensors)
+  std::string onnx_file;  ///< an ONNX model instead of a built-in model (rlx-onnx)
   std::optional<int> layers, hidden, heads, kv_heads, ffn, vocab;
   std::optional<double> norm_eps, rope_theta;
   std::optional<std::int64_t> batch, seq;
@@ -54,6 +55,7 @@ struct ResolvedModel {
   std::string weights;            ///< the checkpoint to load (--weights or --model-dir), or empty
   std::int64_t max_positions = 0; ///< rows of a position table bounding --seq (0: no bound)
   std::vector<std::string> notes; ///< things worth telling the user (inferred config, ...)
+  runtime::TensorMap params;      ///< weights that come with the model (ONNX initializers)
 };
 
 /// Builds the model the options describe. With --model-dir the architecture and hyper-parameters
@@ -63,6 +65,10 @@ struct ResolvedModel {
 /// line on a bad combination.
 /// \p with_weights false (inspect, export, demo) reads only the config of --model-dir.
 ResolvedModel resolve_model(const ModelArgs& a, bool with_weights = true);
+
+/// The model of --onnx: imported with --batch / --seq bound (onnx_model.cpp). Throws rlx::Error
+/// listing every unsupported op, or saying that rlx was built without rlx-onnx.
+ResolvedModel resolve_onnx(const ModelArgs& a);
 
 /// A session on the options' device with their backend settings.
 runtime::Session make_session(const ModelArgs& a);
