@@ -2,7 +2,9 @@
 #
 # 1. `cmake --install <build> --prefix <work>/prefix` installs every component.
 # 2. tests/consumer is configured against that prefix (find_package(rlx-<pkg>) per package and the
-#    umbrella find_package(rlx COMPONENTS ...)), built, and its programs are run.
+#    umbrella find_package(rlx COMPONENTS ...)), built with the build tree's compiler, compile flags
+#    and linker flags (RLX_CXX_FLAGS, RLX_EXE_LINKER_FLAGS: a sanitizer build needs its runtime in
+#    the downstream program too), and its programs are run.
 # 3. `cmake --install <build> --component rlx-<pkg> --prefix <work>/only-<pkg>` must install that
 #    package's headers, library and config files, and nothing of any other package.
 cmake_minimum_required(VERSION 3.25)
@@ -41,6 +43,7 @@ set(consumer_build "${RLX_WORK_DIR}/consumer-build")
 run("configure the consumer"
     ${CMAKE_COMMAND} -S "${RLX_CONSUMER_DIR}" -B "${consumer_build}" -G "${RLX_GENERATOR}"
     "-DCMAKE_CXX_COMPILER=${RLX_CXX_COMPILER}" "-DCMAKE_BUILD_TYPE=${RLX_CONFIG}"
+    "-DCMAKE_CXX_FLAGS=${RLX_CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${RLX_EXE_LINKER_FLAGS}"
     "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
     "-DRLX_CONSUMER_PACKAGES=${RLX_PACKAGES}")
 run("build the consumer" ${CMAKE_COMMAND} --build "${consumer_build}" --config ${RLX_CONFIG})

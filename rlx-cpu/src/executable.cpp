@@ -384,14 +384,14 @@ void CpuExecutable::write_input(const std::string& name, const std::byte* src) {
     throw Error("rlx-cpu: a nested executable has no input named '" + name + "'");
   Leaf& leaf = it->second;
   if (leaf.bytes > 0)
-    std::memcpy(arena_.get() + leaf.offset, src, static_cast<std::size_t>(leaf.bytes));
+    std::memcpy(arena_.data() + leaf.offset, src, static_cast<std::size_t>(leaf.bytes));
   leaf.set = true;
 }
 
 void CpuExecutable::read_output(std::size_t index, std::byte* dst) const {
   const Output& o = outputs_.at(index);
   if (o.shape.bytes() > 0)
-    std::memcpy(dst, arena_.get() + o.offset, static_cast<std::size_t>(o.shape.bytes()));
+    std::memcpy(dst, o.at, static_cast<std::size_t>(o.shape.bytes()));
 }
 
 std::string CpuExecutable::listing() const {

@@ -143,7 +143,7 @@ TEST(BuilderErrors, BadAttributeValues) {
                        "rms_norm: eps must be > 0"));
   EXPECT_TRUE(
       mentions(error_of([](B b, NodeId x, NodeId, NodeId, NodeId) { b.narrow(x, 1, 2, 2); }),
-               "narrow: [2, 4) exceeds dim 3 of [2, 3] f32"));
+               "narrow: start 2 length 2 exceeds dim 3 of [2, 3] f32"));
   EXPECT_TRUE(
       mentions(error_of([](B b, NodeId x, NodeId, NodeId, NodeId) { b.narrow(x, 1, 0, 0); }),
                "narrow: start must be >= 0 and length >= 1"));

@@ -19,8 +19,12 @@ constexpr std::array kUnclaimed = {
                 "decomposed into Reduce, Exp, Log, Compare and Where by the compile pipeline"},
     UnclaimedOp{K::Conv2d, "no OpenCL kernel yet (no conv workload in BERT / LLaMA / MLP)"},
     UnclaimedOp{K::Pool2d, "no OpenCL kernel yet (no pooling workload in BERT / LLaMA / MLP)"},
-    UnclaimedOp{K::If, "lowered to Where over both inlined branches by the compile pipeline"},
-    UnclaimedOp{K::While, "unrolled up to max_iterations by the compile pipeline"},
+    UnclaimedOp{K::If, "lowered to Where over both inlined branches by the compile pipeline when "
+                       "both are total (else a compile error)"},
+    UnclaimedOp{K::While, "unrolled up to max_iterations by the compile pipeline when its body is "
+                          "total (else a compile error)"},
+    UnclaimedOp{K::Split, "no OpenCL kernel yet for tuple results (a clear compile error)"},
+    UnclaimedOp{K::Get, "no OpenCL kernel yet for tuple results (a clear compile error)"},
     UnclaimedOp{K::Custom, "custom ops run host reference kernels: CPU only"},
     UnclaimedOp{K::CustomFn, "its body is inlined by the compile pipeline"},
     UnclaimedOp{K::Quantize, "no OpenCL kernel yet (round-half-even + clamp to i8)"},

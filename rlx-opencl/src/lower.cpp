@@ -660,6 +660,8 @@ void Lowerer::lower(ir::NodeId id) {
     return lower_attention(*this);
   case K::Rope:
     return lower_rope(*this);
+  case K::Dequantize:
+    return lower_dequantize(*this);
   case K::Input:
   case K::Param:
   case K::Constant:
@@ -674,8 +676,8 @@ void Lowerer::lower(ir::NodeId id) {
   case K::While:
   case K::Custom:
   case K::CustomFn:
-  case K::Dequantize:
-    return lower_dequantize(*this);
+  case K::Split:
+  case K::Get:
   case K::Quantize:
   case K::FakeQuantize:
   case K::Linear:
