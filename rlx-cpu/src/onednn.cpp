@@ -55,8 +55,6 @@ std::optional<EltwiseAlg> eltwise_alg(ir::OpKind op) {
     return EltwiseAlg{A::eltwise_swish, 1.0f};
   case ir::OpKind::Exp:
     return EltwiseAlg{A::eltwise_exp};
-  case ir::OpKind::Log:
-    return EltwiseAlg{A::eltwise_log};
   case ir::OpKind::Sqrt:
     return EltwiseAlg{A::eltwise_sqrt};
   default:
