@@ -487,25 +487,25 @@ bool Importer::import_nodes(const pb::GraphProto& gp, Scope& scope) {
 
 // ---- converter table ---------------------------------------------------------------------------
 
+namespace {
+constexpr std::span<const ConverterEntry> (*kGroups[])() = {
+    &elementwise_converters, &movement_converters, &nn_converters, &indexing_converters,
+    &control_converters};
+} // namespace
+
 Converter find_converter(const std::string& op) {
-  if (auto c = elementwise_converter(op))
-    return c;
-  if (auto c = movement_converter(op))
-    return c;
-  if (auto c = nn_converter(op))
-    return c;
-  if (auto c = indexing_converter(op))
-    return c;
-  return control_converter(op);
+  for (auto* group : kGroups)
+    for (const ConverterEntry& e : group())
+      if (op == e.name)
+        return e.fn;
+  return nullptr;
 }
 
 std::vector<std::string> converter_names() {
   std::vector<std::string> all;
-  for (auto* f :
-       {&elementwise_names, &movement_names, &nn_names, &control_names, &indexing_names}) {
-    auto v = f();
-    all.insert(all.end(), v.begin(), v.end());
-  }
+  for (auto* group : kGroups)
+    for (const ConverterEntry& e : group())
+      all.emplace_back(e.name);
   std::sort(all.begin(), all.end());
   return all;
 }

@@ -99,23 +99,23 @@ Converter find_converter(const std::string& op_type);
 /// Every op name with a converter, sorted.
 std::vector<std::string> converter_names();
 
-// Converter groups (one file each).
+/// One row of a converter group's table: an ONNX op name and its converter.
+struct ConverterEntry {
+  const char* name;
+  Converter fn;
+};
+
+// Converter groups (one file each), each a table of its ops.
 /// Elementwise math, comparisons, activations (ops_elementwise.cpp).
-Converter elementwise_converter(const std::string& op);
+std::span<const ConverterEntry> elementwise_converters();
 /// Shape and data movement, constants, Shape-driven ops (ops_movement.cpp).
-Converter movement_converter(const std::string& op);
+std::span<const ConverterEntry> movement_converters();
 /// MatMul, Gemm, Einsum, reductions, softmax, normalisation, conv, pooling (ops_nn.cpp).
-Converter nn_converter(const std::string& op);
+std::span<const ConverterEntry> nn_converters();
 /// If (ops_control.cpp).
-Converter control_converter(const std::string& op);
+std::span<const ConverterEntry> control_converters();
 /// GatherElements, Trilu, CumSum, Hardmax, DepthToSpace, the losses (ops_indexing.cpp).
-Converter indexing_converter(const std::string& op);
-/// The names the group functions above know (for supported_ops()).
-std::vector<std::string> elementwise_names();
-std::vector<std::string> movement_names();
-std::vector<std::string> nn_names();
-std::vector<std::string> control_names();
-std::vector<std::string> indexing_names();
+std::span<const ConverterEntry> indexing_converters();
 
 /// Imports ONNX graphs into rlx graphs, collecting every problem.
 class Importer {

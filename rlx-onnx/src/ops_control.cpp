@@ -73,29 +73,14 @@ void if_op(NodeCtx& c) {
   }
 }
 
-struct Entry {
-  const char* name;
-  Converter fn;
-};
-
-constexpr auto kOps = std::to_array<Entry>({
+constexpr auto kOps = std::to_array<ConverterEntry>({
     {"If", if_op},
 });
 
 } // namespace
 
-Converter control_converter(const std::string& op) {
-  for (const auto& e : kOps)
-    if (op == e.name)
-      return e.fn;
-  return nullptr;
-}
-
-std::vector<std::string> control_names() {
-  std::vector<std::string> v;
-  for (const auto& e : kOps)
-    v.emplace_back(e.name);
-  return v;
+std::span<const ConverterEntry> control_converters() {
+  return kOps;
 }
 
 } // namespace rlx::onnx::detail

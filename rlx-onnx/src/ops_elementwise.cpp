@@ -168,12 +168,7 @@ void clip(NodeCtx& c) {
   c.set(0, x);
 }
 
-struct Entry {
-  const char* name;
-  Converter fn;
-};
-
-constexpr auto kOps = std::to_array<Entry>({
+constexpr auto kOps = std::to_array<ConverterEntry>({
     {"Abs", [](NodeCtx& c) { c.ignore("consumed_inputs"), unary(c, OpKind::Abs); }},
     {"Neg", [](NodeCtx& c) { c.ignore("consumed_inputs"), unary(c, OpKind::Neg); }},
     {"Exp", [](NodeCtx& c) { c.ignore("consumed_inputs"), unary(c, OpKind::Exp); }},
@@ -375,18 +370,8 @@ constexpr auto kOps = std::to_array<Entry>({
 
 } // namespace
 
-Converter elementwise_converter(const std::string& op) {
-  for (const auto& e : kOps)
-    if (op == e.name)
-      return e.fn;
-  return nullptr;
-}
-
-std::vector<std::string> elementwise_names() {
-  std::vector<std::string> v;
-  for (const auto& e : kOps)
-    v.emplace_back(e.name);
-  return v;
+std::span<const ConverterEntry> elementwise_converters() {
+  return kOps;
 }
 
 } // namespace rlx::onnx::detail

@@ -600,12 +600,7 @@ void gather_nd(NodeCtx& c) {
   c.set(0, out);
 }
 
-struct Entry {
-  const char* name;
-  Converter fn;
-};
-
-constexpr auto kOps = std::to_array<Entry>({
+constexpr auto kOps = std::to_array<ConverterEntry>({
     {"GatherElements", gather_elements},
     {"ScatterElements", [](NodeCtx& c) { scatter(c, false); }},
     {"ScatterND", [](NodeCtx& c) { scatter(c, true); }},
@@ -635,18 +630,8 @@ constexpr auto kOps = std::to_array<Entry>({
 
 } // namespace
 
-Converter indexing_converter(const std::string& op) {
-  for (const auto& e : kOps)
-    if (op == e.name)
-      return e.fn;
-  return nullptr;
-}
-
-std::vector<std::string> indexing_names() {
-  std::vector<std::string> v;
-  for (const auto& e : kOps)
-    v.emplace_back(e.name);
-  return v;
+std::span<const ConverterEntry> indexing_converters() {
+  return kOps;
 }
 
 } // namespace rlx::onnx::detail

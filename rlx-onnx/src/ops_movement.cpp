@@ -535,12 +535,7 @@ void pad(NodeCtx& c) {
   c.set(0, x);
 }
 
-struct Entry {
-  const char* name;
-  Converter fn;
-};
-
-constexpr auto kOps = std::to_array<Entry>({
+constexpr auto kOps = std::to_array<ConverterEntry>({
     {"Identity", [](NodeCtx& c) { c.set(0, c.in(0)); }},
     {"Cast",
      [](NodeCtx& c) {
@@ -593,18 +588,8 @@ constexpr auto kOps = std::to_array<Entry>({
 
 } // namespace
 
-Converter movement_converter(const std::string& op) {
-  for (const auto& e : kOps)
-    if (op == e.name)
-      return e.fn;
-  return nullptr;
-}
-
-std::vector<std::string> movement_names() {
-  std::vector<std::string> v;
-  for (const auto& e : kOps)
-    v.emplace_back(e.name);
-  return v;
+std::span<const ConverterEntry> movement_converters() {
+  return kOps;
 }
 
 } // namespace rlx::onnx::detail

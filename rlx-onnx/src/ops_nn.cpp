@@ -662,16 +662,11 @@ void instance_norm(NodeCtx& c) {
   c.set(0, b.add(b.mul(y, per_channel(c, c.in(1), r)), per_channel(c, c.in(2), r)));
 }
 
-struct Entry {
-  const char* name;
-  Converter fn;
-};
-
 #define RLX_REDUCE(Name)                                                                           \
   {                                                                                                \
 #Name, [](NodeCtx & c) { reduce(c, #Name); }                                                   \
   }
-constexpr auto kOps = std::to_array<Entry>({
+constexpr auto kOps = std::to_array<ConverterEntry>({
     {"MatMul", matmul},
     {"Gemm", gemm},
     {"Einsum", einsum},
@@ -703,18 +698,8 @@ constexpr auto kOps = std::to_array<Entry>({
 
 } // namespace
 
-Converter nn_converter(const std::string& op) {
-  for (const auto& e : kOps)
-    if (op == e.name)
-      return e.fn;
-  return nullptr;
-}
-
-std::vector<std::string> nn_names() {
-  std::vector<std::string> v;
-  for (const auto& e : kOps)
-    v.emplace_back(e.name);
-  return v;
+std::span<const ConverterEntry> nn_converters() {
+  return kOps;
 }
 
 } // namespace rlx::onnx::detail
