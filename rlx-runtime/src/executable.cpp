@@ -2,6 +2,7 @@
 // number of threads (a backend executable per concurrent run of a variant).
 #include "rlx/runtime/executable.hpp"
 
+#include "io/param_match.hpp"
 #include "session_state.hpp"
 
 #include <algorithm>
@@ -18,26 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-/// "a, b, c and 4 more".
-std::string name_list(const std::vector<std::string>& names, std::size_t max = 5) {
-  std::string s;
-  for (std::size_t i = 0; i < names.size() && i < max; ++i)
-    s += (i ? ", " : "") + names[i];
-  if (names.size() > max)
-    s += " and " + std::to_string(names.size() - max) + " more";
-  return s;
-}
-
-/// Whether \p value fits declared type \p want: same dtype and rank, equal static dims.
-bool fits(const ir::Shape& want, const ir::Shape& value) {
-  if (want.dtype != value.dtype || want.rank() != value.rank())
-    return false;
-  for (std::size_t i = 0; i < want.rank(); ++i)
-    if (want[i].is_static() && want[i].size() != value[i].size())
-      return false;
-  return true;
 }
 
 /// Checks \p got against the declared type \p want of \p what and binds its symbols into \p b.
@@ -225,7 +206,7 @@ void Executable::set_param(const std::string& name, const ir::Tensor& value) {
     throw Error("set_param: graph '" + st.graph.name() + "' has no param '" + name + "'");
   if (value.empty() && value.shape().numel() != 0) // a default Tensor is empty but rank 0
     throw Error("set_param: param '" + name + "' given an empty tensor");
-  if (!fits(it->second, value.shape()))
+  if (!detail::fits(it->second, value.shape()))
     throw Error("set_param: param '" + name + "' is " + it->second.str() + ", given " +
                 value.shape().str());
   // Every in-place reader (every variant, every executable sharing the region) sees the write,
@@ -249,65 +230,13 @@ std::vector<std::string> Executable::missing_params() const {
 
 void Executable::load_params(const std::filesystem::path& path, const LoadOptions& opts) {
   SafetensorsReader file(path);
-  // The file's name for a param: prefix + name, else the bare name (HF keeps lm_head.weight
-  // outside "model."), each also in the legacy TF spelling LayerNorm.gamma / .beta that older
-  // BERT checkpoints (bert-base-uncased) still use.
-  auto key_of = [&](const std::string& name) {
-    std::vector<std::string> names{name};
-    for (auto [modern, legacy] : {std::pair{".LayerNorm.weight", ".LayerNorm.gamma"},
-                                  std::pair{".LayerNorm.bias", ".LayerNorm.beta"}})
-      if (name.ends_with(modern))
-        names.push_back(name.substr(0, name.size() - std::strlen(modern)) + legacy);
-    for (const auto& n : names) {
-      if (file.find(opts.prefix + n))
-        return opts.prefix + n;
-      if (!opts.prefix.empty() && file.find(n))
-        return n;
-    }
-    return opts.prefix + name;
-  };
-  std::vector<std::string> missing, extra, mistyped;
-  std::set<std::string> wanted;
-  for (const auto& [name, type] : state_->param_types) {
-    const std::string key = key_of(name);
-    wanted.insert(key);
-    const SafetensorsEntry* e = file.find(key);
-    if (!e) {
-      missing.push_back(key);
-      continue;
-    }
-    const bool float_ok =
-        opts.convert_floats && ir::is_float(type.dtype) && ir::is_float(e->shape.dtype);
-    if (!fits(type.with_dtype(float_ok ? e->shape.dtype : type.dtype), e->shape))
-      mistyped.push_back(key + " is " + e->shape.str() + ", expected " + type.str());
-  }
-  for (const auto& e : file.entries())
-    if (!wanted.count(e.name))
-      extra.push_back(e.name);
+  const std::vector<std::string> keys = detail::match_params(
+      state_->param_types, file.entries(), [&](const std::string& n) { return file.find(n); }, opts,
+      file.path());
 
-  std::string problems;
-  auto add = [&](const std::string& part) { problems += (problems.empty() ? "" : "; ") + part; };
-  if (!missing.empty() && !opts.allow_missing) {
-    std::string hint;
-    // A checkpoint whose names carry a prefix the graph lacks ("bert.", "model.").
-    const std::string& first = missing.front();
-    for (const auto& e : file.entries())
-      if (e.name.size() > first.size() && e.name.ends_with("." + first)) {
-        hint = " (the file names it '" + e.name + "': load with prefix '" +
-               e.name.substr(0, e.name.size() - first.size()) + "')";
-        break;
-      }
-    add(std::to_string(missing.size()) + " missing: " + name_list(missing) + hint);
-  }
-  if (!extra.empty() && !opts.allow_extra)
-    add(std::to_string(extra.size()) + " unexpected: " + name_list(extra));
-  if (!mistyped.empty())
-    add(std::to_string(mistyped.size()) + " mistyped: " + name_list(mistyped, 3));
-  if (!problems.empty())
-    throw Error("load_params '" + file.path() + "': " + problems);
-
-  for (const auto& [name, type] : state_->param_types) {
-    const std::string key = key_of(name);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto& [name, type] = state_->param_types[i];
+    const std::string& key = keys[i];
     const SafetensorsEntry* e = file.find(key);
     if (!e)
       continue;
@@ -355,8 +284,8 @@ std::size_t Executable::contexts() const {
 std::map<std::string, ir::Tensor> Executable::run(const std::map<std::string, ir::Tensor>& inputs) {
   auto& st = *state_;
   if (auto missing = missing_params(); !missing.empty())
-    throw Error("run: " + std::to_string(missing.size()) +
-                " params never set: " + name_list(missing) + " (use set_param or load_params)");
+    throw Error("run: " + std::to_string(missing.size()) + " params never set: " +
+                detail::name_list(missing) + " (use set_param or load_params)");
   const ir::Bindings b = bind_run(st, inputs);
   // Take an idle backend executable of the variant, or make one more (its own arena, the same
   // weights) when every one is running on another thread.

@@ -1,6 +1,8 @@
 // checkpoint.cpp: single-file and sharded (HF index.json) safetensors checkpoints.
 #include "rlx/runtime/checkpoint.hpp"
 
+#include "param_match.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,25 +16,6 @@ namespace rlx::runtime {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string list(const std::vector<std::string>& names, std::size_t max = 5) {
-  std::string s;
-  for (std::size_t i = 0; i < names.size() && i < max; ++i)
-    s += (i ? ", " : "") + names[i];
-  if (names.size() > max)
-    s += " and " + std::to_string(names.size() - max) + " more";
-  return s;
-}
-
-/// Same dtype and rank, equal static dims (a symbolic declared dim takes any size).
-bool fits(const ir::Shape& want, const ir::Shape& value) {
-  if (want.dtype != value.dtype || want.rank() != value.rank())
-    return false;
-  for (std::size_t i = 0; i < want.rank(); ++i)
-    if (want[i].is_static() && want[i].size() != value[i].size())
-      return false;
-  return true;
-}
 
 std::string read_index(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -117,9 +100,10 @@ Checkpoint::Checkpoint(const fs::path& path) : impl_(std::make_unique<Impl>()) {
         if (!want.count(e.name))
           unlisted.push_back(e.name);
       if (!absent.empty())
-        throw IoError(what + ": " + list(absent) + " not found in its shard '" + f + "'");
+        throw IoError(what + ": " + detail::name_list(absent) + " not found in its shard '" + f +
+                      "'");
       if (!unlisted.empty())
-        throw IoError(what + ": shard '" + f + "' holds " + list(unlisted) +
+        throw IoError(what + ": shard '" + f + "' holds " + detail::name_list(unlisted) +
                       ", which the weight_map does not list");
       const std::size_t index = im.files.size();
       im.files.push_back(shard);
@@ -169,35 +153,8 @@ void Checkpoint::load_into(Executable& exe, const LoadOptions& opts) const {
     exe.load_params(impl_->files.front(), opts);
     return;
   }
-  auto has = [&](const std::string& n) { return find(n) != nullptr; };
-  std::vector<std::string> missing, extra, mistyped;
-  std::set<std::string> wanted;
-  for (const auto& [name, type] : exe.params()) {
-    const std::string key = checkpoint_key(name, opts.prefix, has);
-    wanted.insert(key);
-    const SafetensorsEntry* e = find(key);
-    if (!e) {
-      missing.push_back(key);
-      continue;
-    }
-    const bool float_ok =
-        opts.convert_floats && ir::is_float(type.dtype) && ir::is_float(e->shape.dtype);
-    if (!fits(type.with_dtype(float_ok ? e->shape.dtype : type.dtype), e->shape))
-      mistyped.push_back(key + " is " + e->shape.str() + ", expected " + type.str());
-  }
-  for (const auto& e : entries())
-    if (!wanted.count(e.name))
-      extra.push_back(e.name);
-  std::string problems;
-  auto add = [&](const std::string& part) { problems += (problems.empty() ? "" : "; ") + part; };
-  if (!missing.empty() && !opts.allow_missing)
-    add(std::to_string(missing.size()) + " missing: " + list(missing));
-  if (!extra.empty() && !opts.allow_extra)
-    add(std::to_string(extra.size()) + " unexpected: " + list(extra));
-  if (!mistyped.empty())
-    add(std::to_string(mistyped.size()) + " mistyped: " + list(mistyped, 3));
-  if (!problems.empty())
-    throw Error("load_params '" + path() + "': " + problems);
+  detail::match_params(
+      exe.params(), entries(), [&](const std::string& n) { return find(n); }, opts, path());
   // Each shard through load_params: it reads only the Params it holds.
   LoadOptions per_shard = opts;
   per_shard.allow_extra = per_shard.allow_missing = true;

@@ -155,20 +155,26 @@ void resolve_model_dir(const ModelArgs& a, ResolvedModel& m,
                 hf.model_type + " model");
   if (with_weights)
     ckpt.emplace(a.model_dir);
-  if (hf.bert) {
-    runtime::BertConfig c = *hf.bert;
-    if (a.lm_head || a.tie_embeddings || a.rope_theta)
-      throw Error("--lm-head, --tie-word-embeddings and --rope-theta are llama options");
-    if (a.kv_heads && *a.kv_heads != a.heads.value_or(c.heads))
-      throw Error("bert has no grouped-query attention: --kv-heads must equal --heads");
+  // The flags both architectures share override config.json; the checkpoint's name prefix is
+  // wherever it keeps the first layer's \p probe tensor.
+  auto override_common = [&](auto& c, const std::string& probe) {
     c.layers = a.layers.value_or(c.layers);
     c.hidden = a.hidden.value_or(c.hidden);
     c.heads = a.heads.value_or(c.heads);
     c.ffn = a.ffn.value_or(c.ffn);
     c.vocab = a.vocab.value_or(c.vocab);
     c.eps = a.norm_eps.value_or(c.eps);
-    if (ckpt && find_prefix(*ckpt, "encoder.layer.0.attention.self.query.weight"))
-      m.load.prefix = *find_prefix(*ckpt, "encoder.layer.0.attention.self.query.weight");
+    if (ckpt)
+      if (auto prefix = find_prefix(*ckpt, probe))
+        m.load.prefix = *prefix;
+  };
+  if (hf.bert) {
+    runtime::BertConfig c = *hf.bert;
+    if (a.lm_head || a.tie_embeddings || a.rope_theta)
+      throw Error("--lm-head, --tie-word-embeddings and --rope-theta are llama options");
+    if (a.kv_heads && *a.kv_heads != a.heads.value_or(c.heads))
+      throw Error("bert has no grouped-query attention: --kv-heads must equal --heads");
+    override_common(c, "encoder.layer.0.attention.self.query.weight");
     m.max_positions = c.max_positions;
     m.graph = runtime::build_bert(c);
     m.description = bert_description(c);
@@ -176,20 +182,13 @@ void resolve_model_dir(const ModelArgs& a, ResolvedModel& m,
     runtime::LlamaConfig c = *hf.llama;
     if (a.padding_mask)
       throw Error("--padding-mask is a bert option (llama attention is causal)");
-    c.layers = a.layers.value_or(c.layers);
-    c.hidden = a.hidden.value_or(c.hidden);
-    c.heads = a.heads.value_or(c.heads);
+    override_common(c, "layers.0.self_attn.q_proj.weight");
     c.kv_heads = a.kv_heads.value_or(c.kv_heads);
-    c.ffn = a.ffn.value_or(c.ffn);
-    c.vocab = a.vocab.value_or(c.vocab);
-    c.eps = a.norm_eps.value_or(c.eps);
     c.rope_theta = a.rope_theta.value_or(c.rope_theta);
     if (a.lm_head)
       c.lm_head = true;
     if (a.tie_embeddings)
       c.tie_word_embeddings = true;
-    if (ckpt && find_prefix(*ckpt, "layers.0.self_attn.q_proj.weight"))
-      m.load.prefix = *find_prefix(*ckpt, "layers.0.self_attn.q_proj.weight");
     m.graph = runtime::build_llama(c);
     m.description = llama_description(c);
   }
