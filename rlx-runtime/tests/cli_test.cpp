@@ -68,6 +68,18 @@ TEST_F(Cli, DevicesListsTheCpuFirst) {
   EXPECT_NE(r.out.find("\"device\": \"cpu\""), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, DeviceAutoPredictsEveryDeviceAndRunsOnTheFastest) {
+  Result r = rlx("run --model mlp --random-inputs --device auto");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The choice, then one line per device with its prediction and measured knobs.
+  EXPECT_EQ(r.err.rfind("rlx: --device auto: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("  cpu ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("predicted"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("GFLOP/s"), std::string::npos) << r.err;
+  const std::string chosen = r.err.substr(20, r.err.find('\n') - 20);
+  EXPECT_NE(r.out.find("on " + chosen + "\n"), std::string::npos) << r.out << r.err;
+}
+
 TEST_F(Cli, ShapeMismatchAndMissingWeightsAreOneLine) {
   write_npy(path("x.npy"), ir::Tensor(ir::Shape::of({2, 5})));
   expect_error(std::string("run ") + kTinyMlp + " --input x=" + path("x.npy"), 1, "input 'x'");

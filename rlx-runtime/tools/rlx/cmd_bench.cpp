@@ -19,7 +19,7 @@ struct Bench {
 
   int run() {
     ResolvedModel m = resolve_model(model);
-    runtime::Session session = make_session(model);
+    runtime::Session session = make_session(model, m);
     const auto t0 = std::chrono::steady_clock::now();
     runtime::Executable exe = session.compile(m.graph, compile_options(model, m));
     const runtime::VariantInfo& v = exe.prepare(m.bindings);

@@ -20,7 +20,7 @@ struct Demo {
 
   int run() {
     ResolvedModel m = resolve_model(model, /*with_weights=*/false);
-    runtime::Session session = make_session(model);
+    runtime::Session session = make_session(model, m);
     std::cout << "rlx demo: a " << m.description << "\n"
               << "          seeded random weights (seed " << model.seed << "), "
               << param_count(m.graph) << " parameters, on " << session.device().str() << "\n";

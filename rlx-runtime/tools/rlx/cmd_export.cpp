@@ -20,7 +20,8 @@ struct Export {
 
   int run() {
     ResolvedModel m = resolve_model(model, /*with_weights=*/false);
-    (void)make_session(model); // the device and backend flags must name a usable backend
+    if (model.device != "auto")     // auto measures every device: nothing to check here
+      (void)make_session(model, m); // the device and backend flags must name a usable backend
     ir::Graph g = lowered ? ir::lower_hir(m.graph) : m.graph;
     if (bind)
       g = g.bind(m.bindings);

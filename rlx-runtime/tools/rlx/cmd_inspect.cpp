@@ -49,7 +49,7 @@ struct Inspect {
       if (!picture)
         throw Error("cannot write '" + svg + "'");
     }
-    runtime::Session session = make_session(model);
+    runtime::Session session = make_session(model, m);
     compile::CompileOptions co;
     co.bindings = m.bindings;
     co.fuse = !model.no_fuse;

@@ -62,7 +62,7 @@ struct Run {
 
   int run() {
     ResolvedModel m = resolve_model(model);
-    runtime::Session session = make_session(model);
+    runtime::Session session = make_session(model, m);
     auto t0 = std::chrono::steady_clock::now();
     runtime::Executable exe = session.compile(m.graph, compile_options(model, m));
     load_weights(exe, model, m);

@@ -2,12 +2,16 @@
 // inspection and weight loading for the rlx command. Every size flag is bounded.
 #include "model_args.hpp"
 
+#include "report.hpp"
+#include "rlx/runtime/device_choice.hpp"
+
 #include "rlx/ir/json.hpp"
 
 #include <charconv>
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -262,7 +266,9 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
   app.add_option("--seed", a.seed, "seed of random weights and inputs")
       ->check(uint64_value())
       ->capture_default_str();
-  app.add_option("--device", a.device, "device: cpu, opencl or opencl:N (see rlx devices)")
+  app.add_option(
+         "--device", a.device,
+         "device: cpu, opencl, opencl:N (see rlx devices) or auto (the lowest predicted time)")
       ->capture_default_str();
   app.add_option("--gemm", a.gemm, "cpu matrix-product library: onednn or openblas")
       ->check(CLI::IsMember({"onednn", "openblas"}))
@@ -473,11 +479,23 @@ ResolvedModel resolve_model(const ModelArgs& in, bool with_weights) {
   return m;
 }
 
-runtime::Session make_session(const ModelArgs& a) {
+runtime::Session make_session(const ModelArgs& a, const ResolvedModel& m) {
   runtime::SessionOptions so;
   so.cpu.gemm = a.gemm == "openblas" ? cpu::GemmProvider::openblas : cpu::GemmProvider::onednn;
   so.cpu.num_threads = a.threads;
-  return runtime::Session(runtime::Device::parse(a.device), std::move(so));
+  if (a.device != "auto")
+    return runtime::Session(runtime::Device::parse(a.device), std::move(so));
+  const auto ranked = runtime::rank_devices(m.graph, m.bindings, compile_options(a, m), so);
+  std::cerr << "rlx: --device auto: " << ranked.front().device.str() << "\n";
+  for (const auto& p : ranked) {
+    std::cerr << "  " << p.device.str() << " (" << p.name << "): ";
+    if (p.why_not.empty())
+      std::cerr << format_ms(p.seconds * 1e3) << " predicted, " << p.kernels << " kernels; "
+                << p.cost.str() << "\n";
+    else
+      std::cerr << "cannot run it: " << p.why_not << "\n";
+  }
+  return runtime::Session(ranked.front().device, std::move(so));
 }
 
 runtime::CompileOptions compile_options(const ModelArgs& a, const ResolvedModel& m) {

@@ -70,8 +70,10 @@ ResolvedModel resolve_model(const ModelArgs& a, bool with_weights = true);
 /// listing every unsupported op, or saying that rlx was built without rlx-onnx.
 ResolvedModel resolve_onnx(const ModelArgs& a);
 
-/// A session on the options' device with their backend settings.
-runtime::Session make_session(const ModelArgs& a);
+/// A session on the options' device with their backend settings. `--device auto` compiles \p m
+/// for every available device, predicts its run time on each with the measured cost model and
+/// takes the fastest, printing the predictions on stderr.
+runtime::Session make_session(const ModelArgs& a, const ResolvedModel& m);
 
 /// Compile options from the model options: --no-fuse and the explicitly given sizes.
 runtime::CompileOptions compile_options(const ModelArgs& a, const ResolvedModel& m);
