@@ -1,6 +1,9 @@
-// opt.hpp: the rlx-opt umbrella header, re-exporting the optimisation packages under rlx::opt.
+// opt.hpp: the rlx-opt umbrella header, re-exporting the optimisation packages under rlx::opt
+// (fusion, autodiff, compile).
 #pragma once
 
+#include "rlx/autodiff/grad.hpp"
+#include "rlx/autodiff/vjp_rules.hpp"
 #include "rlx/compile/backend.hpp"
 #include "rlx/compile/inspect.hpp"
 #include "rlx/compile/legalize.hpp"
@@ -20,6 +23,8 @@ namespace rlx::opt {
 namespace fusion = ::rlx::fusion;
 /// The compile pipeline, passes, legalisation, memory planner and inspection (rlx-compile).
 namespace compile = ::rlx::compile;
-// rlx::opt::autodiff joins here once the rlx-autodiff package exists (a later issue).
+/// Reverse-mode differentiation: grad_with_loss, the VJP rule table, prepare_graph_for_ad
+/// (rlx-autodiff).
+namespace autodiff = ::rlx::autodiff;
 
 } // namespace rlx::opt
