@@ -28,7 +28,8 @@ struct MatMulSpec {
   const std::byte* a = nullptr;
   const std::byte* b = nullptr;
   std::byte* out = nullptr;
-  /// Whether a bias of shape [N] is added to every row of the product (epilogue); its address.
+  /// Whether a bias of shape [N] is added to every row of the product (epilogue), also when its
+  /// address is not known yet (scratch queries); a non-null \p bias implies it.
   bool has_bias = false;
   const std::byte* bias = nullptr;
   /// Activation applied after the bias (epilogue).

@@ -137,7 +137,7 @@ OnednnMatmul onednn_matmul(const MatMulSpec& s) {
   bool pack = s.pack_b && g.flat;
   dnnl::memory::desc w =
       pack ? dnnl::memory::desc({g.k, g.n}, onednn::dt::f32, onednn::tag::any) : r.b;
-  if (s.has_bias) {
+  if (s.has_bias || s.bias) {
     ones.push_back(g.n);
     r.bias = onednn::plain_md(ones);
     r.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(r.a, w, r.bias, r.out), attr,
@@ -160,7 +160,9 @@ std::unique_ptr<Kernel> make_onednn(const MatMulSpec& s, std::byte* scratch) {
       throw Error("rlx-cpu: a packed-weight matmul needs a weight packer");
     p.bind(DNNL_ARG_WEIGHTS, m.b_packed, s.packer->packed(s.b_source, s.b, m.b, m.b_packed));
   }
-  if (s.has_bias)
+  if (s.has_bias && !s.bias)
+    throw Error("rlx-cpu: a matmul bias without an address");
+  if (s.bias)
     p.bind(DNNL_ARG_BIAS, m.bias, const_cast<std::byte*>(s.bias));
   p.bind(DNNL_ARG_DST, m.out, s.out);
   if (onednn::scratchpad_bytes(m.pd) > 0)
