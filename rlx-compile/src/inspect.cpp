@@ -42,7 +42,9 @@ std::string PipelineInspection::str() const {
       os << "(unchanged)\n";
   }
   os << "==== passes\n" << format_pass_stats(result.passes);
-  os << "==== fusion\n" << result.fusion.str();
+  os << "==== fusion (kernels " << result.kernels_before_fusion << " -> "
+     << result.kernels_after_fusion << ")\n"
+     << result.fusion.str();
   os << "==== dispatch\n" << format_dispatch_report(result.dispatch);
   os << "==== memory plan\n" << format_memory_plan(result.lir.plan());
   return os.str();
@@ -129,7 +131,8 @@ std::string format_compile_summary(const CompileResult& result) {
   os << "  dispatch: " << t.native << " native, " << t.rewritten << " rewritten, " << t.unsupported
      << " unsupported\n";
   os << "  fusion:   " << result.fusion.total_applied() << " applied, "
-     << result.fusion.missed.size() << " missed\n";
+     << result.fusion.missed.size() << " missed, kernels " << result.kernels_before_fusion << " -> "
+     << result.kernels_after_fusion << "\n";
   const auto& p = result.lir.plan();
   os << "  memory:   arena " << format_bytes(p.arena_size) << ", lower bound "
      << format_bytes(p.lower_bound) << "\n";

@@ -7,6 +7,7 @@
 #include "rlx/ir/error.hpp"
 #include "rlx/ir/verify.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace rlx::compile {
@@ -15,6 +16,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+int kernel_count(const ir::Graph& g) {
+  int n = 0;
+  for (const ir::Node& node : g.nodes())
+    n += ir::is_leaf(node.op) ? 0 : 1;
+  return n;
 }
 } // namespace
 
@@ -30,7 +37,7 @@ std::vector<std::string> CompilePipeline::pass_names() const {
   names.emplace_back(SimplifyPass::kName);
   names.emplace_back(CsePass::kName);
   if (opts_.fuse)
-    for (auto& f : fusion::fusion_passes_for_supported(backend_.claims()))
+    for (auto& f : fusion::fusion_passes_for_supported(backend_.claims(), opts_.fusion))
       names.push_back(std::move(f));
   // Symbols are bound before legalisation: decompositions that build constant tables (causal
   // masks, RoPE's cos / sin) need static sequence lengths.
@@ -74,8 +81,31 @@ CompileResult CompilePipeline::run(const ir::Module& m) const {
   ctx.specialize_params = &opts_.specialize_params;
   ctx.bindings = &opts_.bindings;
 
+  fusion::check_fusion_options(opts_.fusion);
+  const auto fusion_names = fusion::fusion_passes_for_supported(backend_.claims(), opts_.fusion);
+  auto is_fusion = [&](std::string_view name) {
+    return opts_.fuse &&
+           std::find(fusion_names.begin(), fusion_names.end(), name) != fusion_names.end();
+  };
+  // Kernel counts around the fusion passes: the count after the stage before the first fusion
+  // pass, and after each fusion pass.
+  int last = 0;
+  bool fused_yet = false;
   fusion::PassManagerOptions pmo = fusion::PassManagerOptions::from_env();
-  pmo.observer = observer_;
+  pmo.observer = [&](std::string_view stage, const ir::Graph& gg) {
+    const int k = kernel_count(gg);
+    if (is_fusion(stage)) {
+      if (!fused_yet)
+        r.kernels_before_fusion = last;
+      fused_yet = true;
+      r.kernels_after_fusion = k;
+    } else if (!fused_yet) {
+      r.kernels_before_fusion = r.kernels_after_fusion = k;
+    }
+    last = k;
+    if (observer_)
+      observer_(stage, gg);
+  };
   fusion::PassManager pm(std::move(pmo));
   const fusion::PassRegistry registry = default_pass_registry();
   std::vector<std::string> names = pass_names();

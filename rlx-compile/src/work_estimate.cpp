@@ -42,11 +42,13 @@ double node_work(const ir::Graph& g, ir::NodeId id) {
   const double out = numel(n.shape);
   auto in = [&](std::size_t i) -> const ir::Shape& { return g.shape(n.inputs.at(i)); };
   switch (n.op) {
-  case ir::OpKind::MatMul: {
+  case ir::OpKind::MatMul:
+  case ir::OpKind::MatMulBiasAct: { // the epilogue is a few units per output, next to K
     const ir::Shape& a = in(0);
-    const auto& attrs = n.attr<ir::MatMulAttrs>();
+    const bool ta = n.op == ir::OpKind::MatMul ? n.attr<ir::MatMulAttrs>().transpose_a
+                                               : n.attr<ir::MatMulBiasActAttrs>().transpose_a;
     const std::size_t r = a.rank();
-    const double k = r == 1 ? dim(a, 0) : dim(a, attrs.transpose_a ? r - 2 : r - 1);
+    const double k = r == 1 ? dim(a, 0) : dim(a, ta ? r - 2 : r - 1);
     return out * std::max(k, 1.0);
   }
   case ir::OpKind::DotGeneral: {

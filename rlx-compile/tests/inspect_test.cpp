@@ -17,7 +17,8 @@ CompileOptions bound() {
 }
 
 TEST(Inspect, RecordsTheTextOfEveryStage) {
-  testing::TestBackend no_relu("no-relu", testing::claim_all_but({OpKind::Relu}));
+  testing::TestBackend no_relu("no-relu",
+                               testing::claim_all_but({OpKind::Relu, OpKind::MatMulBiasAct}));
   ir::Graph hir = testing::mlp_hir();
   PipelineInspection ins = inspect_pipeline(no_relu, hir, bound());
   CompilePipeline pipe(no_relu, bound());

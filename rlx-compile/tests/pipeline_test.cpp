@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -72,27 +73,44 @@ CompileResult compile_and_compare(const Graph& hir, const Backend& backend, doub
 }
 
 /// A backend without the composite ops the models lower to: layer / RMS norm, softmax, GELU,
-/// SiLU, rsqrt and the HIR blocks. Legalisation must decompose them.
+/// SiLU, rsqrt, the HIR blocks and the fused ops. Legalisation must decompose them.
 TestBackend subset_backend() {
-  return TestBackend("test-subset",
-                     claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax,
-                                    OpKind::Gelu, OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt}));
+  return TestBackend(
+      "test-subset",
+      claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax, OpKind::Gelu,
+                     OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt, OpKind::MatMulBiasAct}));
 }
 
 TEST(Pipeline, StageOrder) {
   TestBackend full;
   CompilePipeline pipe(full);
-  EXPECT_EQ(pipe.pass_names(),
-            (std::vector<std::string>{"lower-hir", "const-fold", "simplify", "cse", "bind-symbols",
-                                      "legalize", "dce", "memory-plan"}));
+  EXPECT_EQ(
+      pipe.pass_names(),
+      (std::vector<std::string>{"lower-hir", "const-fold", "simplify", "cse", "fuse-gelu-spelling",
+                                "fuse-layer-norm-spelling", "fuse-matmul-bias-act", "bind-symbols",
+                                "legalize", "dce", "memory-plan"}));
   CompileOptions o;
   o.fold_constants = false;
   o.specialize_params["w"] = ir::Tensor::scalar<float>(1);
   TestBackend explicit_bc("explicit", testing::claim_everything(), fusion::BroadcastPolicy::none);
-  EXPECT_EQ(
-      CompilePipeline(explicit_bc, o).pass_names(),
-      (std::vector<std::string>{"lower-hir", "specialize-params", "simplify", "cse", "bind-symbols",
-                                "legalize", "legalize-broadcast", "dce", "memory-plan"}));
+  EXPECT_EQ(CompilePipeline(explicit_bc, o).pass_names(),
+            (std::vector<std::string>{"lower-hir", "specialize-params", "simplify", "cse",
+                                      "fuse-gelu-spelling", "fuse-layer-norm-spelling",
+                                      "fuse-matmul-bias-act", "bind-symbols", "legalize",
+                                      "legalize-broadcast", "dce", "memory-plan"}));
+  // No fusion, or one pass turned off; the subset backend claims no fused op.
+  CompileOptions nf;
+  nf.fuse = false;
+  EXPECT_EQ(CompilePipeline(full, nf).pass_names(),
+            (std::vector<std::string>{"lower-hir", "const-fold", "simplify", "cse", "bind-symbols",
+                                      "legalize", "dce", "memory-plan"}));
+  CompileOptions one_off;
+  one_off.fusion.disabled.insert("fuse-matmul-bias-act");
+  const auto names = CompilePipeline(full, one_off).pass_names();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "fuse-matmul-bias-act"), 0);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "fuse-gelu-spelling"), 1);
+  const auto sub = CompilePipeline(subset_backend()).pass_names();
+  EXPECT_EQ(std::count(sub.begin(), sub.end(), "fuse-matmul-bias-act"), 0);
 }
 
 TEST(Pipeline, BertLayerOnAFullBackend) {
@@ -113,6 +131,27 @@ TEST(Pipeline, BertLayerOnAFullBackend) {
   EXPECT_TRUE(r.passes[0].changed); // lower-hir
   EXPECT_GT(r.total_ms, 0.0);
   EXPECT_GT(r.lir.plan().arena_size, 0);
+}
+
+TEST(Pipeline, FusionFollowsTheClaimsAndKeepsTheValues) {
+  // The full backend claims MatMulBiasAct: the MLP's Linear layers fuse (fewer kernels, same
+  // values); the subset backend does not: nothing fuses, also the same values.
+  TestBackend full;
+  const Graph mlp = testing::mlp_hir();
+  CompileResult r = compile_and_compare(mlp, full, 1e-5);
+  EXPECT_EQ(count_ops(r.lir.graph(), OpKind::MatMul), 0) << ir::print(r.lir.graph());
+  EXPECT_GE(count_ops(r.lir.graph(), OpKind::MatMulBiasAct), 3);
+  EXPECT_GE(r.fusion.total_applied(), 3) << r.fusion.str();
+  EXPECT_LT(r.kernels_after_fusion, r.kernels_before_fusion);
+  TestBackend subset = subset_backend();
+  CompileResult s = compile_and_compare(mlp, subset, 1e-5);
+  EXPECT_EQ(count_ops(s.lir.graph(), OpKind::MatMulBiasAct), 0);
+  EXPECT_EQ(s.fusion.total_applied(), 0) << s.fusion.str();
+  EXPECT_EQ(s.kernels_after_fusion, s.kernels_before_fusion);
+  // A pass name that does not exist is an error naming the passes.
+  CompileOptions typo = bound_options();
+  typo.fusion.disabled.insert("fuse-everything");
+  EXPECT_THROW(CompilePipeline(full, typo).run(mlp), Error);
 }
 
 TEST(Pipeline, BertLayerOnASubsetBackend) {
@@ -150,7 +189,8 @@ TEST(Pipeline, MlpOnBothBackendsAndInF64) {
   TestBackend full;
   compile_and_compare(testing::mlp_hir(), full, 1e-6);
   compile_and_compare(testing::mlp_hir({8, 16, 4}, DType::f64), full, 1e-13);
-  TestBackend no_relu("no-relu", claim_all_but({OpKind::Relu}));
+  // Without Relu (and without the fused op that would absorb it), relu is legalised.
+  TestBackend no_relu("no-relu", claim_all_but({OpKind::Relu, OpKind::MatMulBiasAct}));
   CompileResult r = compile_and_compare(testing::mlp_hir(), no_relu, 1e-6);
   EXPECT_EQ(r.dispatch.by_op[OpKind::Relu].rewritten, 2);
   EXPECT_EQ(count_ops(r.lir.graph(), OpKind::Maximum), 2);
@@ -176,7 +216,9 @@ TEST(Pipeline, SpecializedParamsLeaveTheInterface) {
 
 TEST(Pipeline, ExplicitBroadcastBackend) {
   TestBackend explicit_bc("explicit", testing::claim_everything(), fusion::BroadcastPolicy::none);
-  CompileResult r = compile_and_compare(testing::bert_hir(1, 16, 2, 32), explicit_bc, 1e-5);
+  CompileOptions o = bound_options();
+  o.fuse = false; // keep the bias adds, which broadcast
+  CompileResult r = compile_and_compare(testing::bert_hir(1, 16, 2, 32), explicit_bc, 1e-5, o);
   EXPECT_GE(count_ops(r.lir.graph(), OpKind::Expand), 1);
   const Graph& g = r.lir.graph();
   for (NodeId id : g.ids()) {
@@ -209,9 +251,9 @@ TEST(Pipeline, DumpsEveryStageWhenAsked) {
   for (const auto& e : fs::directory_iterator(dir))
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  ASSERT_EQ(files.size(), 8u); // input + 7 graph passes
+  ASSERT_EQ(files.size(), 11u); // input + 10 graph passes (3 of them fusion passes)
   EXPECT_EQ(files.front(), "mlp.00.input.ir");
-  EXPECT_EQ(files.back(), "mlp.07.dce.ir");
+  EXPECT_EQ(files.back(), "mlp.10.dce.ir");
   fs::remove_all(dir);
 }
 

@@ -46,6 +46,8 @@ ir::ClaimSet build_claims() {
   // Integer-capable numerics.
   for (K k : {K::MatMul, K::ScatterAdd, K::Reduce})
     c.claim(k, {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
+  // Fused ops: GEMM with the bias + activation epilogue (oneDNN post-ops, or after OpenBLAS).
+  c.claim(K::MatMulBiasAct, kFloats);
   c.claim(K::ArgMax, {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
   // Float-only kernels.
   for (K k : {K::DenseSolve, K::Softmax, K::LogSoftmax, K::LayerNorm, K::RmsNorm, K::Rope,

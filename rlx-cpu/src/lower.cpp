@@ -80,6 +80,7 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
   case K::Where:
     return where_impls();
   case K::MatMul:
+  case K::MatMulBiasAct:
     return matmul_impls();
   case K::DotGeneral:
     return {};

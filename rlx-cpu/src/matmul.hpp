@@ -1,5 +1,5 @@
-// matmul.hpp (private): the MatMul kernel builder, with the bias + activation epilogue that a
-// fused MatMul+Bias+Act op (a later fusion issue) lowers onto; MatMul itself uses no epilogue.
+// matmul.hpp (private): the MatMul kernel builder, with the bias + activation epilogue that the
+// fused MatMulBiasAct op (rlx-fusion's fuse-matmul-bias-act) lowers onto; MatMul uses none.
 #pragma once
 
 #include "kernel.hpp"
@@ -28,7 +28,9 @@ struct MatMulSpec {
   const std::byte* a = nullptr;
   const std::byte* b = nullptr;
   std::byte* out = nullptr;
-  /// Optional bias of shape [N] added to every row of the product (epilogue).
+  /// Whether a bias of shape [N] is added to every row of the product (epilogue), also when its
+  /// address is not known yet (scratch queries); a non-null \p bias implies it.
+  bool has_bias = false;
   const std::byte* bias = nullptr;
   /// Activation applied after the bias (epilogue).
   ir::Activation act = ir::Activation::none;

@@ -1,15 +1,58 @@
-// fusion_passes.cpp: the claim-gated list of fusion passes (empty until the fusion issue).
+// fusion_passes.cpp: the fusion pass table (one row per pass, in run order), the claim-gated list
+// and the registration.
 #include "rlx/fusion/fusion_passes.hpp"
+
+#include "fusion_pass_list.hpp"
+#include "rlx/ir/error.hpp"
 
 namespace rlx::fusion {
 
-std::vector<std::string> fusion_passes_for_supported(const ir::ClaimSet& claims) {
-  (void)claims; // each fusion pass will be listed here iff claims.claims(<its fused op>)
-  return {};
+namespace {
+
+// The fusion passes in run order; a recogniser runs before the fusions that consume its ops.
+// Adding a pass: a row here and its factory in fusion_pass_list.hpp.
+const FusionPassInfo kFusionPasses[] = {
+    {"fuse-gelu-spelling", {ir::OpKind::Gelu, ir::OpKind::GeluTanh}, make_fuse_gelu_spelling},
+    {"fuse-layer-norm-spelling", {ir::OpKind::LayerNorm}, make_fuse_layer_norm_spelling},
+    {"fuse-matmul-bias-act", {ir::OpKind::MatMulBiasAct}, make_fuse_matmul_bias_act},
+};
+
+} // namespace
+
+std::span<const FusionPassInfo> fusion_pass_table() {
+  return kFusionPasses;
+}
+
+std::vector<std::string> fusion_passes_for_supported(const ir::ClaimSet& claims,
+                                                     const FusionOptions& opts) {
+  std::vector<std::string> out;
+  for (const FusionPassInfo& p : kFusionPasses) {
+    bool claimed = true;
+    for (ir::OpKind k : p.emits)
+      claimed = claimed && claims.claims(k);
+    if (claimed && opts.enables(p.name))
+      out.emplace_back(p.name);
+  }
+  return out;
+}
+
+void check_fusion_options(const FusionOptions& opts) {
+  for (const std::string& name : opts.disabled) {
+    bool known = false;
+    std::string names;
+    for (const FusionPassInfo& p : kFusionPasses) {
+      known = known || p.name == name;
+      names += (names.empty() ? "" : ", ") + std::string(p.name);
+    }
+    if (!known)
+      throw Error("unknown fusion pass '" + name + "'; the fusion passes are " + names);
+  }
 }
 
 void register_fusion_passes(PassRegistry& registry) {
-  (void)registry;
+  for (const FusionPassInfo& p : kFusionPasses)
+    registry.add(std::string(p.name), p.make);
+  registry.add("unfuse", make_unfuse);
 }
 
 } // namespace rlx::fusion

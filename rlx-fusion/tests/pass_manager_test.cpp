@@ -307,14 +307,5 @@ TEST(PassManager, EnvironmentControlsVerificationAndDumps) {
 #endif
 }
 
-TEST(FusionPasses, NoFusionPassesYetForAnyClaimSet) {
-  ir::ClaimSet all;
-  ir::for_each_op([&](OpKind k) { all.claim(k); });
-  EXPECT_TRUE(fusion_passes_for_supported(all).empty());
-  PassRegistry r;
-  register_fusion_passes(r);
-  EXPECT_TRUE(r.names().empty());
-}
-
 } // namespace
 } // namespace rlx::fusion

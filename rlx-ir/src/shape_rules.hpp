@@ -52,5 +52,7 @@ Shape attention_block(In, const AttentionBlockAttrs&);
 Shape swiglu_ffn(In, const NoAttrs&);
 Shape bert_layer(In, const BertLayerAttrs&);
 Shape llama_block(In, const LlamaBlockAttrs&);
+// fused ops (shape_rules_fused.cpp)
+Shape matmul_bias_act(In, const MatMulBiasActAttrs&);
 
 } // namespace rlx::ir::rules

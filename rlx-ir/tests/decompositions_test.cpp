@@ -152,7 +152,7 @@ TEST(Decompositions, TheTableCoversTheCompositeOps) {
                                      OpKind::Dequantize};
   for (OpKind op : testing::all_ops()) {
     SCOPED_TRACE(std::string(op_name(op)));
-    if (is_hir(op) || expected.count(op)) {
+    if (is_hir(op) || has_flag(op, kFused) || expected.count(op)) {
       EXPECT_TRUE(has_decomposition(op));
     }
     for (const Decomposition& d : decompositions(op)) {

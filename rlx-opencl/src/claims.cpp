@@ -34,6 +34,8 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
     UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
+    UnclaimedOp{K::MatMulBiasAct, "fused op: not claimed, so the compile pipeline does not fuse it "
+                                  "(its decomposition MatMul / Add / activation runs instead)"},
 };
 
 ir::ClaimSet build_claims() {

@@ -46,8 +46,8 @@ INSTANTIATE_TEST_SUITE_P(OpenCl, OpenClConformance,
 /// The cases that run matrix products again with the tiled GEMM kernel pinned.
 std::vector<std::size_t> gemm_cases() {
   using K = rlx::ir::OpKind;
-  const std::set<K> gemm{K::MatMul,         K::DotGeneral, K::Linear,    K::SwiGluFfn,
-                         K::AttentionBlock, K::BertLayer,  K::LlamaBlock};
+  const std::set<K> gemm{K::MatMul,         K::DotGeneral, K::Linear,     K::SwiGluFfn,
+                         K::AttentionBlock, K::BertLayer,  K::LlamaBlock, K::MatMulBiasAct};
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < op_cases().size(); ++i)
     if (gemm.count(op_cases()[i].op))

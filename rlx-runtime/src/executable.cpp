@@ -114,6 +114,7 @@ detail::Variant& variant_for(detail::ExecutableState& st, const ir::Bindings& gi
     co.bindings = b;
     co.fold_constants = st.options.fold_constants;
     co.fuse = st.options.fuse;
+    co.fusion = st.options.fusion;
     const auto t0 = Clock::now();
     CompiledGraph out{compile::CompilePipeline(*ss.backend, co).run(ir::Module::hir(st.graph)), 0};
     out.pipeline_ms = ms_since(t0);

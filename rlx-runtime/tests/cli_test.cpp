@@ -244,6 +244,16 @@ TEST_F(Cli, DemoRunsAndChecksAgainstTheReference) {
   EXPECT_NE(r.out.find("max |rlx - reference|"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rlx demo: OK"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("arena"), std::string::npos) << r.out;
+  // The CPU claims MatMulBiasAct: the projections and the FFN fuse, and the kernel count drops.
+  EXPECT_NE(r.out.find("fusions:  matmul_bias x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("by fusion"), std::string::npos) << r.out;
+  Result nf = rlx("demo --layers 1 --hidden 64 --ffn 128 --seq 8 --runs 2 --no-fuse");
+  ASSERT_EQ(nf.status, 0) << nf.err << nf.out;
+  EXPECT_NE(nf.out.find("fusions:  none applied"), std::string::npos) << nf.out;
+  EXPECT_NE(nf.out.find("rlx demo: OK"), std::string::npos) << nf.out;
+  Result bad = rlx("demo --layers 1 --hidden 64 --ffn 128 --seq 8 --runs 2 --no-fuse-pass nope");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("fuse-matmul-bias-act"), std::string::npos) << bad.err;
 }
 
 } // namespace

@@ -884,6 +884,44 @@ void hir_cases(Table& t) {
   }
 }
 
+/// Fused ops (ops.def's "fused ops" section), emitted by rlx-fusion.
+void fused_cases(Table& t) {
+  // MatMulBiasAct: every activation of the epilogue, with and without bias, transposed weights,
+  // batch dims. Bound: the K-term GEMM (gamma_K · K), the bias add (1 rounding) and the activation
+  // (elementwise_fn's 16 ulp, its derivative is at most 1.13 for GELU, 1.1 for SiLU, 1 otherwise).
+  struct M {
+    const char* name;
+    Sizes a, b;
+    bool ta, tb, bias;
+    ir::Activation act;
+  };
+  const M cases[] = {
+      {"tb_bias_gelu", {2, 3, 16}, {8, 16}, false, true, true, ir::Activation::gelu},
+      {"bias_gelu_tanh", {6, 16}, {16, 8}, false, false, true, ir::Activation::gelu_tanh},
+      {"tb_bias_relu", {5, 16}, {8, 16}, false, true, true, ir::Activation::relu},
+      {"bias_silu", {2, 4, 16}, {16, 8}, false, false, true, ir::Activation::silu},
+      {"sigmoid_no_bias", {4, 16}, {16, 8}, false, false, false, ir::Activation::sigmoid},
+      {"ta_bias_tanh", {16, 4}, {16, 8}, true, false, true, ir::Activation::tanh},
+      {"batched_bias_none", {2, 3, 16}, {2, 16, 8}, false, false, true, ir::Activation::none},
+  };
+  for (const M& m : cases)
+    for (DType d : {DType::f32, DType::f64}) {
+      const std::int64_t k = m.ta ? m.a[m.a.size() - 2] : m.a.back();
+      const std::int64_t n = m.tb ? m.b[m.b.size() - 2] : m.b.back();
+      std::vector<InputSpec> ins{in("a", m.a, d), as_param(in("b", m.b, d))};
+      if (m.bias)
+        ins.push_back(as_param(in("bias", {n}, d)));
+      const double u = unit(d), kk = static_cast<double>(k);
+      const double act_ulps = d == DType::f32 ? 16 : 4;
+      t.add(std::string("matmul_bias_act_") + m.name + "_" + dn(d), K::MatMulBiasAct, ins,
+            ir::MatMulBiasActAttrs{m.ta, m.tb, m.act},
+            Tolerance{1.2 * (kk * u * kk + 2 * u * (kk + 1)) + act_ulps * u * (kk + 1),
+                      (act_ulps + 2) * u,
+                      "a K-term GEMM of values in [-1, 1] (gamma_K · K), the bias add, then the "
+                      "activation within 16 ulp (f32) / 4 ulp (f64) with slope <= 1.2"});
+    }
+}
+
 std::vector<OpCase> build_table() {
   Table t;
   unary_cases(t);
@@ -898,6 +936,7 @@ std::vector<OpCase> build_table() {
   quant_cases(t);
   control_cases(t);
   hir_cases(t);
+  fused_cases(t);
   return t.take();
 }
 

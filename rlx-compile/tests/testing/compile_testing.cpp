@@ -68,7 +68,8 @@ TestBackend::TestBackend(std::string name, ir::ClaimSet claims, fusion::Broadcas
       scratch_per_matmul_(scratch_per_matmul) {}
 
 std::int64_t TestBackend::scratch_bytes(const ir::Graph& g, ir::NodeId id) const {
-  return g.node(id).op == ir::OpKind::MatMul ? scratch_per_matmul_ : 0;
+  const ir::OpKind k = g.node(id).op;
+  return k == ir::OpKind::MatMul || k == ir::OpKind::MatMulBiasAct ? scratch_per_matmul_ : 0;
 }
 
 std::unique_ptr<Executable> TestBackend::compile(const ir::Module& lir) const {

@@ -137,7 +137,7 @@ OnednnMatmul onednn_matmul(const MatMulSpec& s) {
   bool pack = s.pack_b && g.flat;
   dnnl::memory::desc w =
       pack ? dnnl::memory::desc({g.k, g.n}, onednn::dt::f32, onednn::tag::any) : r.b;
-  if (s.bias) {
+  if (s.has_bias || s.bias) {
     ones.push_back(g.n);
     r.bias = onednn::plain_md(ones);
     r.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(r.a, w, r.bias, r.out), attr,
@@ -160,6 +160,8 @@ std::unique_ptr<Kernel> make_onednn(const MatMulSpec& s, std::byte* scratch) {
       throw Error("rlx-cpu: a packed-weight matmul needs a weight packer");
     p.bind(DNNL_ARG_WEIGHTS, m.b_packed, s.packer->packed(s.b_source, s.b, m.b, m.b_packed));
   }
+  if (s.has_bias && !s.bias)
+    throw Error("rlx-cpu: a matmul bias without an address");
   if (s.bias)
     p.bind(DNNL_ARG_BIAS, m.bias, const_cast<std::byte*>(s.bias));
   p.bind(DNNL_ARG_DST, m.out, s.out);
@@ -292,17 +294,25 @@ private:
   std::vector<std::int64_t> a_off_, b_off_;
 };
 
-// ---- the MatMul op
+// ---- the MatMul and MatMulBiasAct ops
 // -------------------------------------------------------------------------------
 
 MatMulSpec spec_of(const NodeView& n) {
-  const auto& a = n.node().attr<ir::MatMulAttrs>();
   MatMulSpec s;
   s.a_sizes = n.in(0).sizes();
   s.b_sizes = n.in(1).sizes();
   s.out_sizes = n.out().sizes();
-  s.transpose_a = a.transpose_a;
-  s.transpose_b = a.transpose_b;
+  if (n.node().op == ir::OpKind::MatMulBiasAct) {
+    const auto& a = n.node().attr<ir::MatMulBiasActAttrs>();
+    s.transpose_a = a.transpose_a;
+    s.transpose_b = a.transpose_b;
+    s.act = a.act;
+    s.has_bias = n.node().inputs.size() == 3;
+  } else {
+    const auto& a = n.node().attr<ir::MatMulAttrs>();
+    s.transpose_a = a.transpose_a;
+    s.transpose_b = a.transpose_b;
+  }
   s.dtype = n.out().dtype;
   // Weights (a 2-D Param or Constant) are packed once into oneDNN's preferred layout.
   ir::NodeId b = n.node().inputs[1];
@@ -318,6 +328,8 @@ MatMulSpec spec_of(const LowerContext& c) {
   s.a = c.src(0);
   s.b = c.src(1);
   s.out = c.dst();
+  if (s.has_bias)
+    s.bias = c.src(2);
   s.packer = c.packer;
   return s;
 }

@@ -45,5 +45,6 @@ void add_movement_decompositions(DecompositionTable& t);
 void add_quantization_decompositions(DecompositionTable& t);
 void add_linalg_decompositions(DecompositionTable& t);
 void add_control_flow_decompositions(DecompositionTable& t);
+void add_fused_decompositions(DecompositionTable& t); // the fused ops of rlx-fusion
 
 } // namespace rlx::ir::decompose_detail

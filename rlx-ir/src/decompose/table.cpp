@@ -41,6 +41,7 @@ DecompositionTable make_table() {
   add_quantization_decompositions(t);
   add_linalg_decompositions(t);
   add_control_flow_decompositions(t);
+  add_fused_decompositions(t);
   return t;
 }
 

@@ -124,6 +124,26 @@ Graph linalg_sample(OpKind op) {
   return g;
 }
 
+/// Fused ops (ops.def's "fused ops" section): what rlx-fusion emits, with non-default attributes.
+Graph fused_sample(OpKind op) {
+  Graph g(std::string(op_name(op)));
+  Builder b(g);
+  switch (op) {
+  case OpKind::MatMulBiasAct: {
+    // x [batch, 3, 4] · Wᵀ (W [5, 4], the Linear layout) + bias [5], then tanh-GELU.
+    NodeId x = b.input("x", Shape({sym("batch"), 3, 4}, f32));
+    NodeId w = b.param("w", Shape({5, 4}, f32));
+    NodeId bias = b.param("bias", Shape({5}, f32));
+    b.output(
+        g.add(op, {x, w, bias}, MatMulBiasActAttrs{false, true, Activation::gelu_tanh}, "proj"));
+    break;
+  }
+  default:
+    throw Error("fused_sample: not a fused op");
+  }
+  return g;
+}
+
 Graph movement_sample(OpKind op) {
   Graph g(std::string(op_name(op)));
   Builder b(g);
@@ -632,6 +652,8 @@ Graph sample_graph(OpKind op) {
   case OpKind::BertLayer:
   case OpKind::LlamaBlock:
     return hir_sample(op);
+  case OpKind::MatMulBiasAct:
+    return fused_sample(op);
   default:
     break;
   }

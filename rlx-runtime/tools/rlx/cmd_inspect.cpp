@@ -53,6 +53,7 @@ struct Inspect {
     compile::CompileOptions co;
     co.bindings = m.bindings;
     co.fuse = !model.no_fuse;
+    co.fusion.disabled.insert(model.no_fuse_passes.begin(), model.no_fuse_passes.end());
     compile::PipelineInspection insp = compile::inspect_pipeline(session.backend(), m.graph, co);
     std::cout << "# " << m.description << " on " << session.device().str() << ", sizes";
     for (const auto& [sym, v] : m.bindings)

@@ -276,6 +276,9 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
   app.add_option("--threads", a.threads, "cpu threads (0 = all cores)")
       ->check(CLI::Range(0, CliLimits::threads));
   app.add_flag("--no-fuse", a.no_fuse, "skip the fusion passes");
+  app.add_option(
+      "--no-fuse-pass", a.no_fuse_passes,
+      "skip one fusion pass (repeatable): fuse-gelu-spelling, fuse-matmul-bias-act, ...");
 }
 
 ResolvedModel resolve_model(const ModelArgs& in, bool with_weights) {
@@ -501,6 +504,7 @@ runtime::Session make_session(const ModelArgs& a, const ResolvedModel& m) {
 runtime::CompileOptions compile_options(const ModelArgs& a, const ResolvedModel& m) {
   runtime::CompileOptions co;
   co.fuse = !a.no_fuse;
+  co.fusion.disabled.insert(a.no_fuse_passes.begin(), a.no_fuse_passes.end());
   co.bindings = m.fixed;
   return co;
 }

@@ -39,6 +39,7 @@ struct ModelArgs {
   std::string gemm = "onednn";
   int threads = 0;
   bool no_fuse = false;
+  std::vector<std::string> no_fuse_passes; ///< --no-fuse-pass, repeatable
 };
 
 /// Registers the model options on \p app. \p with_weights adds --weights and its companions.

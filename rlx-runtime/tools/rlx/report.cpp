@@ -71,7 +71,8 @@ void print_pipeline_summary(std::ostream& out, const runtime::VariantInfo& v) {
   }
   if (!r.fusion.missed.empty())
     out << "; " << r.fusion.missed.size() << " missed (rlx inspect lists them)";
-  out << "\n";
+  out << "; kernels " << r.kernels_before_fusion << " -> " << r.kernels_after_fusion
+      << " by fusion\n";
   const auto t = r.dispatch.total();
   out << "dispatch: " << t.native << " nodes native, " << t.rewritten << " rewritten, "
       << t.unsupported << " unsupported on " << r.dispatch.backend << "\n";

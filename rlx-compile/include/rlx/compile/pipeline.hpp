@@ -9,6 +9,7 @@
 
 #include "rlx/compile/backend.hpp"
 #include "rlx/compile/legalize.hpp"
+#include "rlx/fusion/fusion_passes.hpp"
 #include "rlx/fusion/pass.hpp"
 #include "rlx/fusion/report.hpp"
 #include "rlx/ir/module.hpp"
@@ -23,9 +24,10 @@ namespace rlx::compile {
 
 /// Options of one compile.
 struct CompileOptions {
-  ir::Bindings bindings;      ///< sizes of symbolic dims (all must be bound before planning)
-  bool fold_constants = true; ///< run constant folding
-  bool fuse = true;           ///< run the fusion passes the claim set allows
+  ir::Bindings bindings;        ///< sizes of symbolic dims (all must be bound before planning)
+  bool fold_constants = true;   ///< run constant folding
+  bool fuse = true;             ///< run the fusion passes the claim set allows
+  fusion::FusionOptions fusion; ///< per-pass toggles (fusion passes not to run)
   /// Params to specialise into constants (parameter specialisation); empty = keep all params.
   ir::reference::TensorMap specialize_params;
 };
@@ -37,6 +39,10 @@ struct CompileResult {
   DispatchReport dispatch;               ///< native / rewritten / unsupported per op kind
   std::vector<fusion::PassStats> passes; ///< per-pass time and change, in run order
   double total_ms = 0;                   ///< wall time of the whole pipeline
+  /// Kernels (non-leaf nodes) of the graph just before the first fusion pass and just after the
+  /// last one (equal when no fusion pass runs).
+  int kernels_before_fusion = 0;
+  int kernels_after_fusion = 0;
 };
 
 /// The staged compile pipeline for one backend.

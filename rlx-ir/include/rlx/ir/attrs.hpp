@@ -331,6 +331,16 @@ struct LlamaBlockAttrs {
   RLX_ATTRS(LlamaBlockAttrs, num_heads, num_kv_heads, eps, rope_theta)
 };
 
+// ---- fused ops (emitted by rlx-fusion) ----------------------------------------------------------
+
+/// MatMulBiasAct: act(matmul(a, b) + bias), MatMul's transpose flags, then the epilogue.
+struct MatMulBiasActAttrs {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  Activation act = Activation::none;
+  RLX_ATTRS(MatMulBiasActAttrs, transpose_a, transpose_b, act)
+};
+
 #undef RLX_FIELD_1
 #undef RLX_FIELD_2
 #undef RLX_FIELD_3
@@ -344,11 +354,12 @@ struct LlamaBlockAttrs {
 #undef RLX_ATTRS
 
 /// Every attribute struct; a node holds exactly the alternative its op's row in ops.def names.
-using Attrs = std::variant<NoAttrs, LeafAttrs, ConstantAttrs, CastAttrs, CompareAttrs, MatMulAttrs,
-                           DotGeneralAttrs, TargetShapeAttrs, TransposeAttrs, NarrowAttrs,
-                           AxisAttrs, ReduceAttrs, ArgMaxAttrs, NormAttrs, AttentionAttrs,
-                           RopeAttrs, Conv2dAttrs, Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs,
-                           CustomFnAttrs, QuantAttrs, LinearAttrs, AttentionBlockAttrs,
-                           BertLayerAttrs, LlamaBlockAttrs, SplitAttrs, GetAttrs>;
+using Attrs =
+    std::variant<NoAttrs, LeafAttrs, ConstantAttrs, CastAttrs, CompareAttrs, MatMulAttrs,
+                 DotGeneralAttrs, TargetShapeAttrs, TransposeAttrs, NarrowAttrs, AxisAttrs,
+                 ReduceAttrs, ArgMaxAttrs, NormAttrs, AttentionAttrs, RopeAttrs, Conv2dAttrs,
+                 Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs, CustomFnAttrs, QuantAttrs,
+                 LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs, SplitAttrs,
+                 GetAttrs, MatMulBiasActAttrs>;
 
 } // namespace rlx::ir

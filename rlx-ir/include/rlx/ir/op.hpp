@@ -27,6 +27,9 @@ enum OpFlags : std::uint32_t {
   /// with this flag and no per-node rule always has effects). CSE never merges, constant folding
   /// never folds and DCE / compact() never remove a node with effects.
   kMayHaveEffects = 1u << 8,
+  /// A fused op emitted by rlx-fusion (ops.def's last sections): it has a decomposition back to
+  /// primitives, which the unfuse pass applies.
+  kFused = 1u << 9,
 };
 
 /// One enumerator per row of ops.def.

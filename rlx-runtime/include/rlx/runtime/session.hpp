@@ -3,6 +3,7 @@
 
 #include "rlx/compile/backend.hpp"
 #include "rlx/cpu/backend.hpp"
+#include "rlx/fusion/fusion_passes.hpp"
 #include "rlx/ir/graph.hpp"
 #include "rlx/ir/module.hpp"
 #include "rlx/runtime/backend_registry.hpp"
@@ -16,8 +17,9 @@ namespace rlx::runtime {
 
 /// Options of one compile (part of the compile-cache key).
 struct CompileOptions {
-  bool fold_constants = true; ///< run constant folding
-  bool fuse = true;           ///< run the fusion passes the backend's claims allow
+  bool fold_constants = true;   ///< run constant folding
+  bool fuse = true;             ///< run the fusion passes the backend's claims allow
+  fusion::FusionOptions fusion; ///< per-pass toggles: fusion passes not to run
   /// Sizes for some or all symbols fixed at compile time. When they bind every symbol of the
   /// graph, Session::compile compiles that variant at once (so errors show there); inputs of
   /// other sizes are then an error.

@@ -1,0 +1,70 @@
+// fusion_testing.hpp: helpers of the fusion pass tests: run one registered pass with a claim set
+// and a report, count ops, compare values against the reference interpreter.
+#pragma once
+
+#include "rlx/fusion/fusion_passes.hpp"
+#include "rlx/fusion/report.hpp"
+#include "rlx/ir/reference.hpp"
+#include "rlx/ir/verify.hpp"
+#include "testing/op_samples.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace rlx::fusion::testing {
+
+/// \p g after the registered pass \p pass (claims: \p claims, null = everything claimed); what it
+/// fused and missed goes to \p report. The result is verified.
+inline ir::Graph run_pass(const ir::Graph& g, std::string_view pass, const ir::ClaimSet* claims,
+                          FusionReport& report) {
+  PassRegistry reg;
+  register_fusion_passes(reg);
+  PassContext ctx;
+  ctx.claims = claims;
+  ctx.report = &report;
+  ir::Graph out = g;
+  reg.create(pass)->run(out, ctx);
+  ir::verify(out);
+  return out;
+}
+
+/// The number of nodes of op \p k in \p g.
+inline int count_ops(const ir::Graph& g, ir::OpKind k) {
+  int n = 0;
+  for (const auto& nd : g.nodes())
+    n += nd.op == k;
+  return n;
+}
+
+/// Evaluates \p before and \p after on the same random inputs (seed \p seed) and expects every
+/// output element within \p tol · max(1, |reference|) (0 = bit-identical).
+inline void expect_same_values(const ir::Graph& before, const ir::Graph& after, double tol,
+                               std::uint64_t seed = 11) {
+  const auto in = ir::testing::random_inputs(before, seed);
+  const auto params = ir::testing::random_params(before, seed);
+  const auto a = ir::reference::evaluate(before, in, params);
+  const auto b = ir::reference::evaluate(after, in, params);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t o = 0; o < a.size(); ++o) {
+    ASSERT_EQ(a[o].shape(), b[o].shape()) << "output " << o;
+    for (std::int64_t i = 0; i < a[o].numel(); ++i) {
+      const double w = a[o].get_f64(i), v = b[o].get_f64(i);
+      EXPECT_LE(std::abs(v - w), tol * std::max(1.0, std::abs(w)))
+          << "output " << o << " element " << i << ": " << v << " vs " << w;
+    }
+  }
+}
+
+/// A claim set with every op kind claimed for every dtype except \p drop.
+inline ir::ClaimSet claim_all_but(std::initializer_list<ir::OpKind> drop) {
+  ir::ClaimSet c;
+  for (ir::OpKind k : ir::testing::all_ops())
+    if (std::find(drop.begin(), drop.end(), k) == drop.end())
+      c.claim(k);
+  return c;
+}
+
+} // namespace rlx::fusion::testing
