@@ -30,4 +30,15 @@ ir::NodeId lower_while(ir::Builder& b, ir::NodeId id, const fusion::PassOptions&
 ir::NodeId lower_dot_general(ir::Builder& b, ir::NodeId id, const fusion::PassOptions& opts,
                              std::string& why);
 
+// fused ops: transformer (decompositions_fused_xf.cpp)
+/// SwiGlu -> Mul(Silu(gate), up).
+ir::NodeId swiglu_by_silu(ir::Builder& b, ir::NodeId id, const fusion::PassOptions& opts,
+                          std::string& why);
+/// SwiGluMatMul -> two MatMuls (transpose_b) and SwiGlu.
+ir::NodeId swiglu_matmul_by_matmul(ir::Builder& b, ir::NodeId id, const fusion::PassOptions& opts,
+                                   std::string& why);
+/// SwiGluMatMul -> two MatMuls (transpose_b), Silu and Mul.
+ir::NodeId swiglu_matmul_by_primitives(ir::Builder& b, ir::NodeId id,
+                                       const fusion::PassOptions& opts, std::string& why);
+
 } // namespace rlx::compile::detail

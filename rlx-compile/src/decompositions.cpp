@@ -473,6 +473,8 @@ Table make_table() {
   set(OpKind::CustomFn, {custom_fn_inline});
   set(OpKind::FakeQuantize, {fake_quantize_by_qdq});
   set(OpKind::Dequantize, {dequantize_in_f64, dequantize_in_f32});
+  set(OpKind::SwiGlu, {swiglu_by_silu});
+  set(OpKind::SwiGluMatMul, {swiglu_matmul_by_matmul, swiglu_matmul_by_primitives});
   ir::for_each_op([&](OpKind k) {
     if (ir::is_hir(k))
       set(k, {hir_decompose});

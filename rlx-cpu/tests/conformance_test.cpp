@@ -42,8 +42,8 @@ INSTANTIATE_TEST_SUITE_P(Cpu, CpuConformance, testing::Range<std::size_t>(0, op_
 /// The OpenBLAS GEMM option on one thread, on the cases that run matrix products.
 std::vector<std::size_t> gemm_cases() {
   using K = rlx::ir::OpKind;
-  const std::set<K> gemm{K::MatMul,         K::DotGeneral, K::Linear,    K::SwiGluFfn,
-                         K::AttentionBlock, K::BertLayer,  K::LlamaBlock};
+  const std::set<K> gemm{K::MatMul,         K::DotGeneral, K::Linear,     K::SwiGluFfn,
+                         K::AttentionBlock, K::BertLayer,  K::LlamaBlock, K::SwiGluMatMul};
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < op_cases().size(); ++i)
     if (gemm.count(op_cases()[i].op))

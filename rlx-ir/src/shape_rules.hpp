@@ -53,4 +53,8 @@ Shape swiglu_ffn(In, const NoAttrs&);
 Shape bert_layer(In, const BertLayerAttrs&);
 Shape llama_block(In, const LlamaBlockAttrs&);
 
+// fused ops: transformer (shape_rules_fused_xf.cpp)
+Shape swiglu(In, const NoAttrs&);
+Shape swiglu_matmul(In, const NoAttrs&);
+
 } // namespace rlx::ir::rules

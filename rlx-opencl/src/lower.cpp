@@ -685,6 +685,8 @@ void Lowerer::lower(ir::NodeId id) {
   case K::SwiGluFfn:
   case K::BertLayer:
   case K::LlamaBlock:
+  case K::SwiGlu:
+  case K::SwiGluMatMul:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

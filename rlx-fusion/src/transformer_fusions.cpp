@@ -1,0 +1,53 @@
+// transformer_fusions.cpp: the transformer fusion passes as Pattern lists run by apply_patterns,
+// their registration and their claim gate.
+#include "rlx/fusion/transformer_fusions.hpp"
+
+#include <memory>
+
+namespace rlx::fusion {
+
+namespace {
+
+/// A fusion pass: a named list of patterns applied to a fixed point, gated by the context's claims
+/// and reporting into its FusionReport.
+class PatternPass final : public Pass {
+public:
+  PatternPass(std::string name, std::vector<Pattern> patterns)
+      : name_(std::move(name)), patterns_(std::move(patterns)) {}
+  std::string_view name() const override { return name_; }
+  bool run(ir::Graph& g, PassContext& ctx) override {
+    ApplyOptions o;
+    o.claims = ctx.claims;
+    o.report = ctx.report;
+    return apply_patterns(g, patterns_, o) > 0;
+  }
+
+private:
+  std::string name_;
+  std::vector<Pattern> patterns_;
+};
+
+} // namespace
+
+void register_transformer_fusions(PassRegistry& registry) {
+  registry.add("fuse-swiglu-matmul", [] {
+    return std::make_unique<PatternPass>("fuse-swiglu-matmul", swiglu_matmul_patterns());
+  });
+  registry.add("fuse-swiglu",
+               [] { return std::make_unique<PatternPass>("fuse-swiglu", swiglu_patterns()); });
+  registry.add("fuse-attention", [] {
+    return std::make_unique<PatternPass>("fuse-attention", attention_patterns());
+  });
+}
+
+void append_transformer_fusions(const ir::ClaimSet& claims, std::vector<std::string>& names) {
+  // The dual matmul first: it consumes the Silu * Mul that fuse-swiglu would otherwise take.
+  if (claims.claims(ir::OpKind::SwiGluMatMul, ir::DType::f32))
+    names.emplace_back("fuse-swiglu-matmul");
+  if (claims.claims(ir::OpKind::SwiGlu, ir::DType::f32))
+    names.emplace_back("fuse-swiglu");
+  if (claims.claims(ir::OpKind::Attention, ir::DType::f32))
+    names.emplace_back("fuse-attention");
+}
+
+} // namespace rlx::fusion
