@@ -33,6 +33,10 @@ void register_transformer_fusions(PassRegistry& registry) {
   registry.add("fuse-swiglu-matmul", [] {
     return std::make_unique<PatternPass>("fuse-swiglu-matmul", swiglu_matmul_patterns());
   });
+  registry.add("fuse-shared-input-matmul", [] {
+    return std::make_unique<PatternPass>("fuse-shared-input-matmul",
+                                         shared_input_matmul_patterns());
+  });
   registry.add("fuse-swiglu",
                [] { return std::make_unique<PatternPass>("fuse-swiglu", swiglu_patterns()); });
   registry.add("fuse-attention", [] {
@@ -44,6 +48,11 @@ void append_transformer_fusions(const ir::ClaimSet& claims, std::vector<std::str
   // The dual matmul first: it consumes the Silu * Mul that fuse-swiglu would otherwise take.
   if (claims.claims(ir::OpKind::SwiGluMatMul, ir::DType::f32))
     names.emplace_back("fuse-swiglu-matmul");
+  // Then the remaining projections of one input (Q / K / V) into one packed GEMM.
+  if (claims.claims(ir::OpKind::Concat, ir::DType::f32) &&
+      claims.claims(ir::OpKind::Split, ir::DType::f32) &&
+      claims.claims(ir::OpKind::Get, ir::DType::f32))
+    names.emplace_back("fuse-shared-input-matmul");
   if (claims.claims(ir::OpKind::SwiGlu, ir::DType::f32))
     names.emplace_back("fuse-swiglu");
   if (claims.claims(ir::OpKind::Attention, ir::DType::f32))

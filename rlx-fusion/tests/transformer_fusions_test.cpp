@@ -280,6 +280,112 @@ TEST(FuseSwiGluMatMul, DifferentInputsAreNotRecognised) {
   EXPECT_EQ(count_ops(fuse(out, swiglu_patterns()), OpKind::SwiGlu), 1);
 }
 
+// ---- fuse-shared-input-matmul -------------------------------------------------------------------
+
+/// x [2, seq, 16] projected by Q / K / V weights of 16, 8, 8 rows (GQA widths), with biases when
+/// \p bias; the products are graph outputs through a Relu each (so nothing else fuses).
+Graph qkv_graph(bool bias, bool one_unbiased = false, bool transpose_b = true) {
+  Graph g("qkv");
+  Builder b(g);
+  NodeId x = b.input("x", Shape({2, ir::Dim::sym("seq"), 16}));
+  const char* names[] = {"q", "k", "v"};
+  const std::int64_t rows[] = {16, 8, 8};
+  for (int i = 0; i < 3; ++i) {
+    NodeId w = b.param(std::string(names[i]) + ".weight",
+                       transpose_b ? Shape({rows[i], 16}) : Shape({16, rows[i]}));
+    NodeId y = b.matmul(x, w, false, transpose_b);
+    if (bias && !(one_unbiased && i == 2))
+      y = b.add(y, b.param(std::string(names[i]) + ".bias", Shape({rows[i]})));
+    b.output(b.relu(y));
+  }
+  return g;
+}
+
+TEST(FuseSharedInputMatMul, BeforeAfterText) {
+  const Graph g = ir::parse(R"(graph @qk {
+  %0 = input[name="x", shape=[3, 4] f32] : [3, 4] f32
+  %1 = param[name="wq", shape=[2, 4] f32] : [2, 4] f32
+  %2 = param[name="wk", shape=[5, 4] f32] : [5, 4] f32
+  %3 = matmul[transpose_b=true](%0, %1) : [3, 2] f32
+  %4 = matmul[transpose_b=true](%0, %2) : [3, 5] f32
+  return %3, %4
+})");
+  FusionReport rep;
+  const Graph out = fuse(g, shared_input_matmul_patterns(), &rep);
+  EXPECT_EQ(ir::print(out), ir::print(ir::parse(R"(graph @qk {
+  %0 = input[name="x", shape=[3, 4] f32] : [3, 4] f32
+  %1 = param[name="wq", shape=[2, 4] f32] : [2, 4] f32
+  %2 = param[name="wk", shape=[5, 4] f32] : [5, 4] f32
+  %3 = concat[axis=0](%1, %2) : [7, 4] f32
+  %4 = matmul[transpose_b=true](%0, %3) : [3, 7] f32
+  %5 = split[axis=1, sizes=[2, 5]](%4) : ([3, 2] f32, [3, 5] f32)
+  %6 = get(%5) : [3, 2] f32
+  %7 = get[index=1](%5) : [3, 5] f32
+  return %6, %7
+})")));
+  EXPECT_EQ(rep.applied["shared_input_matmul"], 2);
+}
+
+TEST(FuseSharedInputMatMul, QkvWithAndWithoutBiases) {
+  for (bool bias : {false, true}) {
+    SCOPED_TRACE(bias);
+    FusionReport rep;
+    const Graph out = fuse(qkv_graph(bias), shared_input_matmul_patterns(), &rep);
+    EXPECT_EQ(count_ops(out, OpKind::MatMul), 1) << ir::print(out);
+    EXPECT_EQ(count_ops(out, OpKind::Split), 1);
+    EXPECT_EQ(count_ops(out, OpKind::Get), 3);
+    EXPECT_EQ(count_ops(out, OpKind::Concat), bias ? 2 : 1);
+    EXPECT_EQ(count_ops(out, OpKind::Add), bias ? 1 : 0);
+    EXPECT_EQ(rep.total_applied(), 3) << rep.str();
+  }
+}
+
+TEST(FuseSharedInputMatMul, AGroupWithAnUnbiasedMemberPacksOnlyTheProducts) {
+  FusionReport rep;
+  const Graph out = fuse(qkv_graph(true, true), shared_input_matmul_patterns(), &rep);
+  EXPECT_EQ(count_ops(out, OpKind::MatMul), 1) << ir::print(out);
+  EXPECT_EQ(count_ops(out, OpKind::Concat), 1);
+  EXPECT_EQ(count_ops(out, OpKind::Add), 2); // the two biases stay on their parts
+}
+
+TEST(FuseSharedInputMatMul, UntransposedWeightsAndSingleProjectionsAreNotRecognised) {
+  FusionReport rep;
+  Graph out = fuse(qkv_graph(false, false, false), shared_input_matmul_patterns(), &rep);
+  EXPECT_EQ(count_ops(out, OpKind::MatMul), 3);
+  Graph g("one");
+  Builder b(g);
+  NodeId x = b.input("x", Shape({3, 4}));
+  b.output(b.matmul(x, b.param("w", Shape({2, 4})), false, true));
+  b.output(b.matmul(x, b.input("not_a_weight", Shape({2, 4})), false, true));
+  out = fuse(g, shared_input_matmul_patterns(), &rep);
+  EXPECT_EQ(count_ops(out, OpKind::Split), 0);
+  EXPECT_TRUE(rep.missed.empty()) << rep.str();
+}
+
+TEST(FuseSharedInputMatMul, SymbolicContractionIsAShapeMiss) {
+  Graph g("sym");
+  Builder b(g);
+  NodeId x = b.input("x", Shape({3, ir::Dim::sym("k")}));
+  b.output(b.matmul(x, b.param("w1", Shape({2, ir::Dim::sym("k")})), false, true));
+  b.output(b.matmul(x, b.param("w2", Shape({2, ir::Dim::sym("k")})), false, true));
+  FusionReport rep;
+  const Graph out = fuse(g, shared_input_matmul_patterns(), &rep);
+  EXPECT_EQ(count_ops(out, OpKind::Split), 0);
+  ASSERT_FALSE(rep.missed.empty());
+  EXPECT_EQ(rep.missed.front().reason, MissReason::shape_mismatch);
+}
+
+TEST(FuseSharedInputMatMul, UnclaimedSplitIsANotClaimedMiss) {
+  ir::ClaimSet claims;
+  ir::for_each_op([&](OpKind k) { claims.claim(k); });
+  claims.unclaim(OpKind::Split);
+  FusionReport rep;
+  const Graph out = fuse(qkv_graph(false), shared_input_matmul_patterns(), &rep, &claims);
+  EXPECT_EQ(count_ops(out, OpKind::Split), 0);
+  ASSERT_FALSE(rep.missed.empty());
+  EXPECT_EQ(rep.missed.front().reason, MissReason::not_claimed);
+}
+
 // ---- fuse-attention -----------------------------------------------------------------------------
 
 struct AttnSpec {

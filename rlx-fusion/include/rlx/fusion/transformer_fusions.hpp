@@ -21,6 +21,13 @@ std::vector<Pattern> swiglu_patterns();
 /// weights of equal shape and the same x → SwiGluMatMul(x, Wg, Wu).
 std::vector<Pattern> swiglu_matmul_patterns();
 
+/// fuse-shared-input-matmul: MatMul(x, W_i, transpose_b) (+ b_i) for two or more 2-D Param
+/// weights W_i [N_i, K] of one input x → MatMul(x, Concat(W_i)) (+ Concat(b_i)), Split along the
+/// last axis, one Get per projection. The Concat reads Params only, so a backend computes it when
+/// weights are bound (the CPU keeps it in the weight region), never per run. A group takes the
+/// biased form when every member has a bias Add, the plain form otherwise.
+std::vector<Pattern> shared_input_matmul_patterns();
+
 /// fuse-attention: MatMul(softmax(scale · Q K^T [+ mask]), V) as exporters spell it (K^T as the
 /// transpose_b flag, a Transpose of the last two axes, or a Transpose {0,2,3,1} of [B, S, H, D];
 /// the scale as Mul / Div by a scalar constant, or absent; an additive mask) → Attention in the
@@ -29,7 +36,8 @@ std::vector<Pattern> swiglu_matmul_patterns();
 /// untransposed operands.
 std::vector<Pattern> attention_patterns();
 
-/// Registers fuse-swiglu-matmul, fuse-swiglu and fuse-attention in \p registry.
+/// Registers fuse-swiglu-matmul, fuse-shared-input-matmul, fuse-swiglu and fuse-attention in
+/// \p registry.
 void register_transformer_fusions(PassRegistry& registry);
 
 /// Appends to \p names, in pipeline order, the transformer fusion passes whose fused op \p claims
