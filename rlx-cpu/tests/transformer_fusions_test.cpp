@@ -29,7 +29,7 @@ Tensor random_tensor(const Shape& s, std::uint64_t seed) {
   return t;
 }
 
-struct Run {
+struct CpuRun {
   std::vector<Tensor> out;
   int kernels = 0;
   std::string listing;
@@ -38,11 +38,11 @@ struct Run {
 
 /// Compiles \p g for \p backend (fusion on or off), runs it on \p values (inputs and params by
 /// name) and counts its kernels.
-Run run(const Graph& g, const cpu::CpuBackend& backend, bool fuse,
-        const ir::reference::TensorMap& values) {
+CpuRun run(const Graph& g, const cpu::CpuBackend& backend, bool fuse,
+           const ir::reference::TensorMap& values) {
   compile::CompileOptions o;
   o.fuse = fuse;
-  Run r;
+  CpuRun r;
   compile::CompileResult c = compile::CompilePipeline(backend, o).run(g);
   r.fusion = c.fusion;
   auto exe = backend.compile(c.lir);
@@ -56,13 +56,13 @@ Run run(const Graph& g, const cpu::CpuBackend& backend, bool fuse,
   for (std::size_t i = 0; i < g.outputs().size(); ++i)
     r.out.push_back(exe->output(i));
   r.listing = cpu::kernel_listing(*exe);
-  for (char c : r.listing)
-    r.kernels += c == '\n';
+  for (char ch : r.listing)
+    r.kernels += ch == '\n';
   return r;
 }
 
 /// Runs \p g fused and unfused on the CPU and on the reference; \returns the fused run.
-Run check(const Graph& g, double tol) {
+CpuRun check(const Graph& g, double tol) {
   ir::reference::TensorMap in, params, all;
   std::uint64_t seed = 5;
   for (NodeId id : g.inputs()) {
@@ -76,8 +76,8 @@ Run check(const Graph& g, double tol) {
   const auto want = ir::reference::evaluate(g, in, params);
   for (auto provider : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas}) {
     const cpu::CpuBackend backend(cpu::CpuOptions{provider, 0});
-    Run fused = run(g, backend, true, all);
-    Run plain = run(g, backend, false, all);
+    CpuRun fused = run(g, backend, true, all);
+    CpuRun plain = run(g, backend, false, all);
     for (std::size_t i = 0; i < want.size(); ++i) {
       EXPECT_LE(ir::max_abs_diff(fused.out[i], want[i]), tol) << fused.listing;
       EXPECT_LE(ir::max_abs_diff(plain.out[i], want[i]), tol);
@@ -98,7 +98,7 @@ TEST(CpuTransformerFusions, LlamaFfnRunsAsOneSwiGluMatMul) {
   NodeId wd = b.param("w_down", Shape({32, 40}));
   NodeId h = b.mul(b.silu(b.matmul(x, wg, false, true)), b.matmul(x, wu, false, true));
   b.output(b.matmul(h, wd, false, true));
-  Run r = check(g, 2e-5);
+  CpuRun r = check(g, 2e-5);
   EXPECT_NE(r.listing.find("swiglu_matmul"), std::string::npos) << r.listing;
   EXPECT_EQ(r.fusion.applied["swiglu_matmul"], 1) << r.fusion.str();
 }
@@ -109,7 +109,7 @@ TEST(CpuTransformerFusions, SwiGluOfTwoInputs) {
   NodeId gate = b.input("gate", Shape({3, 1000}));
   NodeId up = b.input("up", Shape({3, 1000}));
   b.output(b.mul(up, b.mul(gate, b.sigmoid(gate))));
-  Run r = check(g, 1e-6);
+  CpuRun r = check(g, 1e-6);
   EXPECT_NE(r.listing.find("swiglu"), std::string::npos) << r.listing;
 }
 
@@ -125,7 +125,7 @@ TEST(CpuTransformerFusions, OnnxSpelledAttentionRunsAsOneAttention) {
   sc = b.add(b.div(sc, b.scalar(std::sqrt(static_cast<double>(D)))), mask);
   NodeId o = b.matmul(b.softmax(sc, -1), b.transpose(v, {0, 2, 1, 3}));
   b.output(b.reshape(b.transpose(o, {0, 2, 1, 3}), {B, S, H * D}));
-  Run r = check(g, 2e-6);
+  CpuRun r = check(g, 2e-6);
   EXPECT_EQ(r.fusion.applied["attention"], 1) << r.fusion.str();
   EXPECT_EQ(r.fusion.applied["attention_bshd"], 1) << r.fusion.str();
   EXPECT_EQ(r.listing.find("transpose"), std::string::npos) << r.listing;
@@ -147,7 +147,7 @@ Graph qkv_graph() {
 }
 
 TEST(CpuTransformerFusions, QkvRunsAsOnePackedGemmWithTheConcatInTheWeightRegion) {
-  Run r = check(qkv_graph(), 2e-5);
+  CpuRun r = check(qkv_graph(), 2e-5);
   EXPECT_EQ(r.fusion.applied["shared_input_matmul_bias"], 3) << r.fusion.str();
   // The packed weight and bias are derived copies of the weights: no concat kernel runs.
   EXPECT_EQ(r.listing.find("concat"), std::string::npos) << r.listing;
@@ -166,7 +166,7 @@ TEST(CpuTransformerFusions, WritingOneWeightRefreshesThePackedCopy) {
     const auto& l = g.node(id).attr<ir::LeafAttrs>();
     all[l.name] = params[l.name] = random_tensor(l.shape, seed++);
   }
-  Run first = run(g, backend, true, all);
+  CpuRun first = run(g, backend, true, all);
   EXPECT_EQ(first.fusion.total_applied(), 3);
   compile::CompileOptions o;
   auto exe = backend.compile(compile::CompilePipeline(backend, o).run(g).lir);
