@@ -72,27 +72,32 @@ CompileResult compile_and_compare(const Graph& hir, const Backend& backend, doub
 }
 
 /// A backend without the composite ops the models lower to: layer / RMS norm, softmax, GELU,
-/// SiLU, rsqrt and the HIR blocks. Legalisation must decompose them.
+/// SiLU, rsqrt, the HIR blocks and the SwiGLU fused ops (so no fusion takes the SiLU away).
+/// Legalisation must decompose them.
 TestBackend subset_backend() {
   return TestBackend("test-subset",
                      claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax,
-                                    OpKind::Gelu, OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt}));
+                                    OpKind::Gelu, OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt,
+                                    OpKind::SwiGlu, OpKind::SwiGluMatMul}));
 }
 
 TEST(Pipeline, StageOrder) {
   TestBackend full;
   CompilePipeline pipe(full);
-  EXPECT_EQ(pipe.pass_names(),
-            (std::vector<std::string>{"lower-hir", "const-fold", "simplify", "cse", "bind-symbols",
-                                      "legalize", "dce", "memory-plan"}));
+  EXPECT_EQ(
+      pipe.pass_names(),
+      (std::vector<std::string>{"lower-hir", "const-fold", "simplify", "cse", "fuse-swiglu-matmul",
+                                "fuse-shared-input-matmul", "fuse-swiglu", "fuse-attention",
+                                "bind-symbols", "legalize", "dce", "memory-plan"}));
   CompileOptions o;
   o.fold_constants = false;
   o.specialize_params["w"] = ir::Tensor::scalar<float>(1);
   TestBackend explicit_bc("explicit", testing::claim_everything(), fusion::BroadcastPolicy::none);
-  EXPECT_EQ(
-      CompilePipeline(explicit_bc, o).pass_names(),
-      (std::vector<std::string>{"lower-hir", "specialize-params", "simplify", "cse", "bind-symbols",
-                                "legalize", "legalize-broadcast", "dce", "memory-plan"}));
+  EXPECT_EQ(CompilePipeline(explicit_bc, o).pass_names(),
+            (std::vector<std::string>{"lower-hir", "specialize-params", "simplify", "cse",
+                                      "fuse-swiglu-matmul", "fuse-shared-input-matmul",
+                                      "fuse-swiglu", "fuse-attention", "bind-symbols", "legalize",
+                                      "legalize-broadcast", "dce", "memory-plan"}));
 }
 
 TEST(Pipeline, BertLayerOnAFullBackend) {
@@ -209,9 +214,9 @@ TEST(Pipeline, DumpsEveryStageWhenAsked) {
   for (const auto& e : fs::directory_iterator(dir))
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  ASSERT_EQ(files.size(), 8u); // input + 7 graph passes
+  ASSERT_EQ(files.size(), 12u); // input + 11 graph passes (4 of them fusion passes)
   EXPECT_EQ(files.front(), "mlp.00.input.ir");
-  EXPECT_EQ(files.back(), "mlp.07.dce.ir");
+  EXPECT_EQ(files.back(), "mlp.11.dce.ir");
   fs::remove_all(dir);
 }
 
