@@ -29,19 +29,24 @@ private:
 
 } // namespace
 
+std::unique_ptr<Pass> make_fuse_swiglu_matmul() {
+  return std::make_unique<PatternPass>("fuse-swiglu-matmul", swiglu_matmul_patterns());
+}
+std::unique_ptr<Pass> make_fuse_shared_input_matmul() {
+  return std::make_unique<PatternPass>("fuse-shared-input-matmul", shared_input_matmul_patterns());
+}
+std::unique_ptr<Pass> make_fuse_swiglu() {
+  return std::make_unique<PatternPass>("fuse-swiglu", swiglu_patterns());
+}
+std::unique_ptr<Pass> make_fuse_attention() {
+  return std::make_unique<PatternPass>("fuse-attention", attention_patterns());
+}
+
 void register_transformer_fusions(PassRegistry& registry) {
-  registry.add("fuse-swiglu-matmul", [] {
-    return std::make_unique<PatternPass>("fuse-swiglu-matmul", swiglu_matmul_patterns());
-  });
-  registry.add("fuse-shared-input-matmul", [] {
-    return std::make_unique<PatternPass>("fuse-shared-input-matmul",
-                                         shared_input_matmul_patterns());
-  });
-  registry.add("fuse-swiglu",
-               [] { return std::make_unique<PatternPass>("fuse-swiglu", swiglu_patterns()); });
-  registry.add("fuse-attention", [] {
-    return std::make_unique<PatternPass>("fuse-attention", attention_patterns());
-  });
+  registry.add("fuse-swiglu-matmul", make_fuse_swiglu_matmul);
+  registry.add("fuse-shared-input-matmul", make_fuse_shared_input_matmul);
+  registry.add("fuse-swiglu", make_fuse_swiglu);
+  registry.add("fuse-attention", make_fuse_attention);
 }
 
 void append_transformer_fusions(const ir::ClaimSet& claims, std::vector<std::string>& names) {

@@ -7,6 +7,7 @@
 #include "rlx/fusion/pattern.hpp"
 #include "rlx/ir/claims.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,16 @@ std::vector<Pattern> shared_input_matmul_patterns();
 /// bhsd Attention whose Q / K / V are Transposes {0,2,1,3} → Attention in the bshd layout on the
 /// untransposed operands.
 std::vector<Pattern> attention_patterns();
+
+/// A new fuse-swiglu-matmul pass (the patterns above run by apply_patterns with the context's
+/// claims and report); likewise for the other three.
+std::unique_ptr<Pass> make_fuse_swiglu_matmul();
+/// A new fuse-shared-input-matmul pass.
+std::unique_ptr<Pass> make_fuse_shared_input_matmul();
+/// A new fuse-swiglu pass.
+std::unique_ptr<Pass> make_fuse_swiglu();
+/// A new fuse-attention pass.
+std::unique_ptr<Pass> make_fuse_attention();
 
 /// Registers fuse-swiglu-matmul, fuse-shared-input-matmul, fuse-swiglu and fuse-attention in
 /// \p registry.
