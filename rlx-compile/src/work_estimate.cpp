@@ -51,6 +51,10 @@ double node_work(const ir::Graph& g, ir::NodeId id) {
     const double k = r == 1 ? dim(a, 0) : dim(a, ta ? r - 2 : r - 1);
     return out * std::max(k, 1.0);
   }
+  case ir::OpKind::SwiGluMatMul: { // two products of [.., K] x [K, N]
+    const ir::Shape& x = in(0);
+    return 2 * out * std::max(x.rank() >= 1 ? dim(x, x.rank() - 1) : 1.0, 1.0);
+  }
   case ir::OpKind::DotGeneral: {
     double k = 1;
     for (std::int64_t d : n.attr<ir::DotGeneralAttrs>().lhs_contracting)

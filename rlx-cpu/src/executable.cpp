@@ -9,6 +9,7 @@
 #include "rlx/cpu/claims.hpp"
 #include "rlx/ir/error.hpp"
 #include "rlx/ir/size.hpp"
+#include "weight_concat.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -183,6 +184,13 @@ void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
                   std::string(ir::dtype_name(n.shape.dtype)) +
                   ": the CPU backend does not claim it (legalise the graph first)");
     std::string label = "%" + std::to_string(id.v) + " " + std::string(ir::op_name(n.op));
+    if (is_weight_concat(g, id)) {
+      // A Concat of weights (a packed projection weight) lives in the weight region, refreshed
+      // when a weight is written: no kernel, and its arena slot is never touched.
+      param_addr_[id.v] = weight_concat(*weights_, g, id, this, packed_bytes_);
+      arena_bytes_ -= slot.bytes;
+      continue;
+    }
     if (compile::is_pure_view(g, id)) {
       if (slot.storage == ir::Storage::view)
         continue; // aliased by the planner: no kernel

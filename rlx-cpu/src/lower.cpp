@@ -143,6 +143,10 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
   case K::BertLayer:
   case K::LlamaBlock:
     return {};
+  case K::SwiGlu:
+    return swiglu_impls();
+  case K::SwiGluMatMul:
+    return swiglu_matmul_impls();
   }
   return {};
 }

@@ -3,17 +3,26 @@
 #include "rlx/fusion/fusion_passes.hpp"
 
 #include "fusion_pass_list.hpp"
+#include "rlx/fusion/transformer_fusions.hpp"
 #include "rlx/ir/error.hpp"
 
 namespace rlx::fusion {
 
 namespace {
 
-// The fusion passes in run order; a recogniser runs before the fusions that consume its ops.
-// Adding a pass: a row here and its factory in fusion_pass_list.hpp.
+// The fusion passes in run order; a recogniser runs before the fusions that consume its ops, and
+// the transformer fusions run before fuse-matmul-bias-act, which would otherwise take the MatMuls
+// they match (the dual SwiGLU matmul first: it consumes the Silu * Mul fuse-swiglu would take).
+// Adding a pass: a row here and its factory in fusion_pass_list.hpp (or transformer_fusions.hpp).
 const FusionPassInfo kFusionPasses[] = {
     {"fuse-gelu-spelling", {ir::OpKind::Gelu, ir::OpKind::GeluTanh}, make_fuse_gelu_spelling},
     {"fuse-layer-norm-spelling", {ir::OpKind::LayerNorm}, make_fuse_layer_norm_spelling},
+    {"fuse-swiglu-matmul", {ir::OpKind::SwiGluMatMul}, make_fuse_swiglu_matmul},
+    {"fuse-shared-input-matmul",
+     {ir::OpKind::MatMul, ir::OpKind::Concat, ir::OpKind::Split, ir::OpKind::Get},
+     make_fuse_shared_input_matmul},
+    {"fuse-swiglu", {ir::OpKind::SwiGlu}, make_fuse_swiglu},
+    {"fuse-attention", {ir::OpKind::Attention}, make_fuse_attention},
     {"fuse-matmul-bias-act", {ir::OpKind::MatMulBiasAct}, make_fuse_matmul_bias_act},
 };
 

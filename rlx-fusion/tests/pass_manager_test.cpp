@@ -307,5 +307,22 @@ TEST(PassManager, EnvironmentControlsVerificationAndDumps) {
 #endif
 }
 
+TEST(FusionPasses, ListedOnlyWhenTheFusedOpIsClaimed) {
+  ir::ClaimSet all;
+  ir::for_each_op([&](OpKind k) { all.claim(k); });
+  const auto names = fusion_passes_for_supported(all);
+  PassRegistry r;
+  register_fusion_passes(r);
+  for (const auto& n : names)
+    EXPECT_TRUE(r.contains(n)) << n;
+  EXPECT_NE(std::find(names.begin(), names.end(), "fuse-swiglu"), names.end());
+  EXPECT_TRUE(fusion_passes_for_supported(ir::ClaimSet{}).empty());
+  ir::ClaimSet no_swiglu = all;
+  no_swiglu.unclaim(OpKind::SwiGlu);
+  const auto fewer = fusion_passes_for_supported(no_swiglu);
+  EXPECT_EQ(std::find(fewer.begin(), fewer.end(), "fuse-swiglu"), fewer.end());
+  EXPECT_EQ(fewer.size() + 1, names.size());
+}
+
 } // namespace
 } // namespace rlx::fusion

@@ -149,7 +149,9 @@ TEST(Decompositions, TheTableCoversTheCompositeOps) {
                                      OpKind::While,
                                      OpKind::CustomFn,
                                      OpKind::FakeQuantize,
-                                     OpKind::Dequantize};
+                                     OpKind::Dequantize,
+                                     OpKind::SwiGlu,
+                                     OpKind::SwiGluMatMul};
   for (OpKind op : testing::all_ops()) {
     SCOPED_TRACE(std::string(op_name(op)));
     if (is_hir(op) || has_flag(op, kFused) || expected.count(op)) {

@@ -36,6 +36,10 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::MatMulBiasAct, "fused op: not claimed, so the compile pipeline does not fuse it "
                                   "(its decomposition MatMul / Add / activation runs instead)"},
+    UnclaimedOp{K::SwiGlu, "fused op without an OpenCL kernel yet: the fusion pass does not run "
+                           "for OpenCL, and legalisation decomposes it"},
+    UnclaimedOp{K::SwiGluMatMul, "fused op without an OpenCL kernel yet: the fusion pass does not "
+                                 "run for OpenCL, and legalisation decomposes it"},
 };
 
 ir::ClaimSet build_claims() {

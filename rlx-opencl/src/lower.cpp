@@ -686,6 +686,8 @@ void Lowerer::lower(ir::NodeId id) {
   case K::BertLayer:
   case K::LlamaBlock:
   case K::MatMulBiasAct:
+  case K::SwiGlu:
+  case K::SwiGluMatMul:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -922,6 +922,27 @@ void fused_cases(Table& t) {
     }
 }
 
+// fused ops: transformer (fusion-xf)
+void fused_xf_cases(Table& t) {
+  for (DType d : {DType::f32, DType::f64}) {
+    // silu(g) * u over values in [-6, 6]: the SiLU approximation's few ulp, then one product.
+    t.add("swiglu_" + dn(d), K::SwiGlu,
+          {in("gate", {3, 37}, d, -6, 6), in("up", {3, 37}, d, -6, 6)}, ir::NoAttrs{},
+          elementwise_fn(d, 6));
+    // Two 16-term GEMMs (a rows tail of 5, N = 24 not a multiple of the vector width), the SiLU
+    // of one and their product: |gate|, |up| <= 16, so the products' bound scaled by 16 + 1.
+    auto x = in("x", {2, 5, 16}, d);
+    const double k = 16;
+    const double u = unit(d);
+    t.add("swiglu_matmul_" + dn(d), K::SwiGluMatMul,
+          {x, as_param(in("w_gate", {24, 16}, d)), as_param(in("w_up", {24, 16}, d))},
+          ir::NoAttrs{},
+          Tolerance{2 * 17 * k * k * u + 64 * u * 16, 64 * u,
+                    "two 16-term GEMMs (gamma_16·16 each, values up to 16), SiLU within 16 ulp, "
+                    "one product"});
+  }
+}
+
 std::vector<OpCase> build_table() {
   Table t;
   unary_cases(t);
@@ -937,6 +958,7 @@ std::vector<OpCase> build_table() {
   control_cases(t);
   hir_cases(t);
   fused_cases(t);
+  fused_xf_cases(t);
   return t.take();
 }
 

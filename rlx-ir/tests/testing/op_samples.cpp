@@ -458,6 +458,23 @@ struct LeafNeeds {
   std::int64_t index_bound = -1; ///< indexes a dim of this size
 };
 
+// fused ops: transformer (fusion-xf)
+Graph fused_xf_sample(OpKind op) {
+  Graph g(std::string(op_name(op)));
+  Builder b(g);
+  if (op == OpKind::SwiGlu) {
+    NodeId gate = b.input("gate", Shape({sym("batch"), 6}, f32));
+    NodeId up = b.input("up", Shape({sym("batch"), 6}, f32));
+    b.output(b.op(op, {gate, up}, NoAttrs{}, "h"));
+  } else { // SwiGluMatMul
+    NodeId x = b.input("x", Shape({2, sym("seq"), 4}, f32));
+    NodeId wg = b.param("w_gate", Shape({6, 4}, f32));
+    NodeId wu = b.param("w_up", Shape({6, 4}, f32));
+    b.output(b.op(op, {x, wg, wu}, NoAttrs{}, "h"));
+  }
+  return g;
+}
+
 std::int64_t bound_size(const Dim& d, const Bindings& b) {
   if (d.is_static())
     return d.size();
@@ -654,6 +671,9 @@ Graph sample_graph(OpKind op) {
     return hir_sample(op);
   case OpKind::MatMulBiasAct:
     return fused_sample(op);
+  case OpKind::SwiGlu:
+  case OpKind::SwiGluMatMul:
+    return fused_xf_sample(op);
   default:
     break;
   }

@@ -1,0 +1,191 @@
+// transformer_fusions_test.cpp: the transformer fusions through the CPU compile pipeline: a LLaMA
+// FFN (SwiGluMatMul), a SwiGLU of two inputs, and attention spelled as an ONNX export spells it
+// each compile with fusion on into fewer kernels and match the reference interpreter.
+#include "rlx/compile/pipeline.hpp"
+#include "rlx/cpu/backend.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/ir/reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace {
+
+using namespace rlx;
+using ir::Builder;
+using ir::Graph;
+using ir::NodeId;
+using ir::Shape;
+using ir::Tensor;
+
+Tensor random_tensor(const Shape& s, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Tensor t(s);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.set_f64(i, u(rng));
+  return t;
+}
+
+struct CpuRun {
+  std::vector<Tensor> out;
+  int kernels = 0;
+  std::string listing;
+  fusion::FusionReport fusion;
+};
+
+/// Compiles \p g for \p backend (fusion on or off), runs it on \p values (inputs and params by
+/// name) and counts its kernels.
+CpuRun run(const Graph& g, const cpu::CpuBackend& backend, bool fuse,
+           const ir::reference::TensorMap& values) {
+  compile::CompileOptions o;
+  o.fuse = fuse;
+  CpuRun r;
+  compile::CompileResult c = compile::CompilePipeline(backend, o).run(g);
+  r.fusion = c.fusion;
+  auto exe = backend.compile(c.lir);
+  for (NodeId id : g.inputs())
+    exe->set_input(g.node(id).attr<ir::LeafAttrs>().name,
+                   values.at(g.node(id).attr<ir::LeafAttrs>().name));
+  for (NodeId id : g.params())
+    exe->set_param(g.node(id).attr<ir::LeafAttrs>().name,
+                   values.at(g.node(id).attr<ir::LeafAttrs>().name));
+  exe->execute();
+  for (std::size_t i = 0; i < g.outputs().size(); ++i)
+    r.out.push_back(exe->output(i));
+  r.listing = cpu::kernel_listing(*exe);
+  for (char ch : r.listing)
+    r.kernels += ch == '\n';
+  return r;
+}
+
+/// Runs \p g fused and unfused on the CPU and on the reference; \returns the fused run.
+CpuRun check(const Graph& g, double tol) {
+  ir::reference::TensorMap in, params, all;
+  std::uint64_t seed = 5;
+  for (NodeId id : g.inputs()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    all[l.name] = in[l.name] = random_tensor(l.shape, seed++);
+  }
+  for (NodeId id : g.params()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    all[l.name] = params[l.name] = random_tensor(l.shape, seed++);
+  }
+  const auto want = ir::reference::evaluate(g, in, params);
+  for (auto provider : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas}) {
+    const cpu::CpuBackend backend(cpu::CpuOptions{provider, 0});
+    CpuRun fused = run(g, backend, true, all);
+    CpuRun plain = run(g, backend, false, all);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_LE(ir::max_abs_diff(fused.out[i], want[i]), tol) << fused.listing;
+      EXPECT_LE(ir::max_abs_diff(plain.out[i], want[i]), tol);
+    }
+    EXPECT_LT(fused.kernels, plain.kernels) << fused.listing << "\n" << plain.listing;
+    if (provider == cpu::GemmProvider::openblas)
+      return fused;
+  }
+  return {};
+}
+
+TEST(CpuTransformerFusions, LlamaFfnRunsAsOneSwiGluMatMul) {
+  Graph g("ffn");
+  Builder b(g);
+  NodeId x = b.input("x", Shape({2, 7, 32}));
+  NodeId wg = b.param("w_gate", Shape({40, 32}));
+  NodeId wu = b.param("w_up", Shape({40, 32}));
+  NodeId wd = b.param("w_down", Shape({32, 40}));
+  NodeId h = b.mul(b.silu(b.matmul(x, wg, false, true)), b.matmul(x, wu, false, true));
+  b.output(b.matmul(h, wd, false, true));
+  CpuRun r = check(g, 2e-5);
+  EXPECT_NE(r.listing.find("swiglu_matmul"), std::string::npos) << r.listing;
+  EXPECT_EQ(r.fusion.applied["swiglu_matmul"], 1) << r.fusion.str();
+}
+
+TEST(CpuTransformerFusions, SwiGluOfTwoInputs) {
+  Graph g("swiglu");
+  Builder b(g);
+  NodeId gate = b.input("gate", Shape({3, 1000}));
+  NodeId up = b.input("up", Shape({3, 1000}));
+  b.output(b.mul(up, b.mul(gate, b.sigmoid(gate))));
+  CpuRun r = check(g, 1e-6);
+  EXPECT_NE(r.listing.find("swiglu"), std::string::npos) << r.listing;
+}
+
+TEST(CpuTransformerFusions, OnnxSpelledAttentionRunsAsOneAttention) {
+  const std::int64_t B = 2, S = 9, H = 4, D = 16;
+  Graph g("attn");
+  Builder b(g);
+  NodeId q = b.input("q", Shape({B, S, H, D}));
+  NodeId k = b.input("k", Shape({B, S, H, D}));
+  NodeId v = b.input("v", Shape({B, S, H, D}));
+  NodeId mask = b.input("mask", Shape({B, 1, 1, S}));
+  NodeId sc = b.matmul(b.transpose(q, {0, 2, 1, 3}), b.transpose(k, {0, 2, 3, 1}));
+  sc = b.add(b.div(sc, b.scalar(std::sqrt(static_cast<double>(D)))), mask);
+  NodeId o = b.matmul(b.softmax(sc, -1), b.transpose(v, {0, 2, 1, 3}));
+  b.output(b.reshape(b.transpose(o, {0, 2, 1, 3}), {B, S, H * D}));
+  CpuRun r = check(g, 2e-6);
+  EXPECT_EQ(r.fusion.applied["attention"], 1) << r.fusion.str();
+  EXPECT_EQ(r.fusion.applied["attention_bshd"], 1) << r.fusion.str();
+  EXPECT_EQ(r.listing.find("transpose"), std::string::npos) << r.listing;
+}
+
+/// Q / K / V projections of one input with biases (GQA widths 32, 16, 16).
+Graph qkv_graph() {
+  Graph g("qkv");
+  Builder b(g);
+  NodeId x = b.input("x", Shape({2, 7, 32}));
+  const char* names[] = {"q", "k", "v"};
+  const std::int64_t rows[] = {32, 16, 16};
+  for (int i = 0; i < 3; ++i) {
+    NodeId w = b.param(std::string(names[i]) + ".weight", Shape({rows[i], 32}));
+    NodeId bias = b.param(std::string(names[i]) + ".bias", Shape({rows[i]}));
+    b.output(b.relu(b.add(b.matmul(x, w, false, true), bias)));
+  }
+  return g;
+}
+
+TEST(CpuTransformerFusions, QkvRunsAsOnePackedGemmWithTheConcatInTheWeightRegion) {
+  CpuRun r = check(qkv_graph(), 2e-5);
+  EXPECT_EQ(r.fusion.applied["shared_input_matmul_bias"], 3) << r.fusion.str();
+  // The packed weight and bias are derived copies of the weights: no concat kernel runs.
+  EXPECT_EQ(r.listing.find("concat"), std::string::npos) << r.listing;
+}
+
+TEST(CpuTransformerFusions, WritingOneWeightRefreshesThePackedCopy) {
+  const Graph g = qkv_graph();
+  const cpu::CpuBackend backend;
+  ir::reference::TensorMap in, params, all;
+  std::uint64_t seed = 40;
+  for (NodeId id : g.inputs()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    all[l.name] = in[l.name] = random_tensor(l.shape, seed++);
+  }
+  for (NodeId id : g.params()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    all[l.name] = params[l.name] = random_tensor(l.shape, seed++);
+  }
+  CpuRun first = run(g, backend, true, all);
+  EXPECT_EQ(first.fusion.total_applied(), 3);
+  compile::CompileOptions o;
+  auto exe = backend.compile(compile::CompilePipeline(backend, o).run(g).lir);
+  for (const auto& [name, v] : all) {
+    if (name == "x")
+      exe->set_input(name, v);
+    else
+      exe->set_param(name, v);
+  }
+  exe->execute();
+  // A new K weight and V bias after the first run reach the packed copies.
+  params["k.weight"] = random_tensor(params["k.weight"].shape(), 99);
+  params["v.bias"] = random_tensor(params["v.bias"].shape(), 98);
+  exe->set_param("k.weight", params["k.weight"]);
+  exe->set_param("v.bias", params["v.bias"]);
+  exe->execute();
+  const auto want = ir::reference::evaluate(g, in, params);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_LE(ir::max_abs_diff(exe->output(i), want[i]), 2e-5) << "output " << i;
+}
+
+} // namespace
