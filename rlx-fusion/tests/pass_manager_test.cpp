@@ -307,13 +307,19 @@ TEST(PassManager, EnvironmentControlsVerificationAndDumps) {
 #endif
 }
 
-TEST(FusionPasses, NoFusionPassesYetForAnyClaimSet) {
+TEST(FusionPasses, TheListFollowsTheClaims) {
+  // Two claim sets, two pass lists: the region pass runs only for a backend claiming its op.
   ir::ClaimSet all;
   ir::for_each_op([&](OpKind k) { all.claim(k); });
-  EXPECT_TRUE(fusion_passes_for_supported(all).empty());
+  ir::ClaimSet no_regions = all;
+  no_regions.unclaim(OpKind::ElementwiseRegion);
+  EXPECT_EQ(fusion_passes_for_supported(all), std::vector<std::string>{"mark-elementwise-regions"});
+  EXPECT_TRUE(fusion_passes_for_supported(no_regions).empty());
   PassRegistry r;
   register_fusion_passes(r);
-  EXPECT_TRUE(r.names().empty());
+  for (const auto& name : fusion_passes_for_supported(all))
+    EXPECT_TRUE(r.contains(name)) << name;
+  EXPECT_TRUE(r.contains("unfuse-elementwise-regions"));
 }
 
 } // namespace
