@@ -11,6 +11,7 @@
 #include "graph_util.hpp"
 #include "rlx/ir/error.hpp"
 #include "rlx/ir/hir.hpp"
+#include "rlx/ir/region.hpp"
 
 #include <array>
 #include <cmath>
@@ -432,6 +433,18 @@ NodeId custom_fn_inline(Builder& b, NodeId id, const Opts&, std::string&) {
       .at(0);
 }
 
+// elementwise_region(args) = body(args), inlined (ir::inline_region). The table maps a node to one
+// value, so this serves single-result regions; a tuple-typed region is unfused by the
+// unfuse-elementwise-regions pass (rlx-fusion) instead.
+NodeId region_inline(Builder& b, NodeId id, const Opts&, std::string& why) {
+  const ir::Node n = node_of(b, id);
+  if (n.shape.is_tuple()) {
+    why = "a region with several results is unfused by unfuse-elementwise-regions";
+    return ir::NodeId{};
+  }
+  return ir::inline_region(b, n, n.inputs).at(0);
+}
+
 // HIR blocks: their MIR decomposition from rlx-ir.
 NodeId hir_decompose(Builder& b, NodeId id, const Opts&, std::string&) {
   const ir::Node n = node_of(b, id);
@@ -471,6 +484,7 @@ Table make_table() {
   set(OpKind::If, {lower_if});
   set(OpKind::While, {lower_while});
   set(OpKind::CustomFn, {custom_fn_inline});
+  set(OpKind::ElementwiseRegion, {region_inline});
   set(OpKind::FakeQuantize, {fake_quantize_by_qdq});
   set(OpKind::Dequantize, {dequantize_in_f64, dequantize_in_f32});
   ir::for_each_op([&](OpKind k) {

@@ -65,6 +65,9 @@ ir::ClaimSet build_claims() {
   // Control flow runs for real (control_flow.cpp): each sub-graph is a nested executable.
   c.claim(K::If);
   c.claim(K::While);
+  // Elementwise regions: one generated loop computing in f32, bool values as 0 / 1 (region.cpp).
+  // The region pass forms regions only of these dtypes.
+  c.claim(K::ElementwiseRegion, {DType::f32, DType::boolean});
   return c;
 }
 
