@@ -40,6 +40,14 @@ CompileOptions bound_options() {
   return o;
 }
 
+/// bound_options() without fusion, for a test that counts constants (the test backends claim
+/// ElementwiseRegion, which copies small constants into region bodies).
+CompileOptions unfused_options() {
+  CompileOptions o = bound_options();
+  o.fuse = false;
+  return o;
+}
+
 /// Compiles \p hir for \p backend, runs the executable through the Backend API on random inputs
 /// and params, and expects the reference interpreter's values of the original HIR graph.
 CompileResult compile_and_compare(const Graph& hir, const Backend& backend, double tol,
@@ -83,12 +91,18 @@ TEST(Pipeline, StageOrder) {
   TestBackend full;
   CompilePipeline pipe(full);
   EXPECT_EQ(pipe.pass_names(),
-            (std::vector<std::string>{"lower-hir", "const-fold", "simplify", "cse", "bind-symbols",
-                                      "legalize", "dce", "memory-plan"}));
+            (std::vector<std::string>{"lower-hir", "const-fold", "simplify", "cse",
+                                      "mark-elementwise-regions", "bind-symbols", "legalize", "dce",
+                                      "memory-plan"}));
   CompileOptions o;
   o.fold_constants = false;
   o.specialize_params["w"] = ir::Tensor::scalar<float>(1);
   TestBackend explicit_bc("explicit", testing::claim_everything(), fusion::BroadcastPolicy::none);
+  EXPECT_EQ(CompilePipeline(explicit_bc, o).pass_names(),
+            (std::vector<std::string>{"lower-hir", "specialize-params", "simplify", "cse",
+                                      "mark-elementwise-regions", "bind-symbols", "legalize",
+                                      "legalize-broadcast", "dce", "memory-plan"}));
+  o.fuse = false; // fusion off: no fusion pass
   EXPECT_EQ(
       CompilePipeline(explicit_bc, o).pass_names(),
       (std::vector<std::string>{"lower-hir", "specialize-params", "simplify", "cse", "bind-symbols",
@@ -166,7 +180,7 @@ TEST(Pipeline, MirModulesCompileToo) {
 
 TEST(Pipeline, SpecializedParamsLeaveTheInterface) {
   Graph hir = testing::mlp_hir({4, 6, 3});
-  CompileOptions o = bound_options();
+  CompileOptions o = unfused_options(); // counts constants: a region would absorb small ones
   o.specialize_params = ir::testing::random_params(hir, 5); // the values compile_and_compare uses
   TestBackend full;
   CompileResult r = compile_and_compare(hir, full, 1e-6, o);
@@ -209,9 +223,9 @@ TEST(Pipeline, DumpsEveryStageWhenAsked) {
   for (const auto& e : fs::directory_iterator(dir))
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  ASSERT_EQ(files.size(), 8u); // input + 7 graph passes
+  ASSERT_EQ(files.size(), 9u); // input + 8 graph passes
   EXPECT_EQ(files.front(), "mlp.00.input.ir");
-  EXPECT_EQ(files.back(), "mlp.07.dce.ir");
+  EXPECT_EQ(files.back(), "mlp.08.dce.ir");
   fs::remove_all(dir);
 }
 

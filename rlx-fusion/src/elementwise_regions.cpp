@@ -150,10 +150,17 @@ private:
         miss(id, MissReason::attribute_mismatch, "not a region op: " + why);
       return;
     }
+    if (ctx_.claims && !ctx_.claims->supports(g_, id)) {
+      // Legalisation (after fusion) decomposes an op the backend does not run itself; the region
+      // loop is not asked to run it either.
+      if (!near.empty())
+        miss(id, MissReason::not_claimed,
+             "the backend does not claim " + std::string(ir::op_name(n.op)) + " itself");
+      return;
+    }
     if (auto dt = unclaimed_dtype(id)) {
-      if (!near.empty() || n.inputs.size() > 0)
-        miss(id, MissReason::dtype_mismatch,
-             "the backend's region loop does not take " + std::string(ir::dtype_name(*dt)));
+      miss(id, MissReason::dtype_mismatch,
+           "the backend's region loop does not take " + std::string(ir::dtype_name(*dt)));
       return;
     }
     int joined = -1;
