@@ -53,7 +53,8 @@ inline std::int64_t int_div(std::int64_t a, std::int64_t b) {
 }
 
 /// Calls \p fn with a callable computing binary op \p op on compute type \p C.
-template <class C, class Fn> void with_binary(ir::OpKind op, Fn&& fn) {
+template <class C, class Fn>
+[[gnu::always_inline]] inline void with_binary(ir::OpKind op, Fn&& fn) {
   constexpr bool is_f = std::is_floating_point_v<C>;
   switch (op) {
   case ir::OpKind::Add:

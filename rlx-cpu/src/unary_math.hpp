@@ -17,8 +17,9 @@
 
 namespace rlx::cpu {
 
-/// Calls \p fn with a callable computing unary op \p op on compute type \p C.
-template <class C, class Fn> void with_unary(ir::OpKind op, Fn&& fn) {
+/// Calls \p fn with a callable computing unary op \p op on compute type \p C. Always inlined, so
+/// the loop \p fn runs is compiled for its caller's ISA (the region loop's AVX2 / AVX-512 clones).
+template <class C, class Fn> [[gnu::always_inline]] inline void with_unary(ir::OpKind op, Fn&& fn) {
   constexpr bool is_f = std::is_floating_point_v<C>;
   switch (op) {
   case ir::OpKind::Neg:

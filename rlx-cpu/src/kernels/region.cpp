@@ -180,10 +180,19 @@ Program compile_body(const ir::Graph& body) {
   return p;
 }
 
-/// Runs one instruction over \p n elements. Compiled for AVX-512, AVX2 + FMA and the baseline,
-/// picked at load time, so every case's loop is vectorised for the machine it runs on.
-RLX_CPU_MULTIVERSION void run_instr(const Instr& in, float* y, const float* a, const float* b,
-                                    const float* c, std::int64_t n) {
+/// Clones of run_instr per ISA, picked at load time. They name ISA extensions rather than an
+/// -march level (RLX_CPU_MULTIVERSION's "arch=x86-64-v3"): GCC never inlines a function compiled
+/// for another arch, so the per-element math callables would stay out-of-line calls. NOTE: the
+/// loop is still 2-6x slower than the one-op kernels (rlx-cpu/DESIGN.md, "Region loop limits").
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RLX_REGION_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RLX_REGION_MULTIVERSION
+#endif
+
+/// Runs one instruction over \p n elements, vectorised for the machine it runs on.
+RLX_REGION_MULTIVERSION void run_instr(const Instr& in, float* y, const float* a, const float* b,
+                                       const float* c, std::int64_t n) {
   switch (in.op) {
   case OpKind::Add:
   case OpKind::Sub:
