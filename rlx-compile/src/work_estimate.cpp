@@ -89,6 +89,8 @@ double node_work(const ir::Graph& g, ir::NodeId id) {
   }
   case ir::OpKind::CustomFn:
     return graph_work(*n.attr<ir::CustomFnAttrs>().body) + out;
+  case ir::OpKind::ElementwiseRegion:
+    return graph_work(*n.attr<ir::RegionAttrs>().body) + out;
   default: {
     double w = out;
     for (ir::NodeId i : n.inputs)

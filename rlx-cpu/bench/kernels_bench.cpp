@@ -1,7 +1,8 @@
 // kernels_bench.cpp: Google Benchmark micro-benchmarks of the CPU backend's hot kernels at BERT
-// and LLaMA sizes: MatMul (oneDNN vs OpenBLAS), attention, LayerNorm and RMSNorm. Each benchmark
-// compiles a one-op graph through the real pipeline and times Executable::execute(), so it
-// measures exactly what a model run pays. Counters: GFLOP/s (MatMul, attention) or GB/s (norms).
+// and LLaMA sizes: MatMul (oneDNN vs OpenBLAS), attention, LayerNorm and RMSNorm, and a 6-op
+// elementwise chain unfused (one kernel per op) and fused (one ElementwiseRegion loop). Each
+// benchmark compiles a one-op graph through the real pipeline and times Executable::execute(), so
+// it measures exactly what a model run pays. Counters: GFLOP/s (MatMul, attention) or GB/s (norms).
 //
 // The machine these run on may be shared: use --benchmark_repetitions=N and read the median. The
 // program re-executes itself with OMP_WAIT_POLICY=PASSIVE unless an OpenMP wait setting is given.
@@ -25,7 +26,8 @@ struct Compiled {
   std::unique_ptr<compile::Executable> exe;
 };
 
-Compiled compile_op(const cpu::CpuOptions& opts, const std::function<void(ir::Builder&)>& build) {
+Compiled compile_op(const cpu::CpuOptions& opts, const std::function<void(ir::Builder&)>& build,
+                    bool fuse = true) {
   ir::Graph g("bench");
   ir::Builder b(g);
   build(b);
@@ -33,6 +35,7 @@ Compiled compile_op(const cpu::CpuOptions& opts, const std::function<void(ir::Bu
   c.backend = std::make_unique<cpu::CpuBackend>(opts);
   compile::CompileOptions co;
   co.fold_constants = false;
+  co.fuse = fuse;
   c.exe = c.backend->compile(compile::CompilePipeline(*c.backend, co).run(g).lir);
   for (bool param : {false, true})
     for (ir::NodeId id : param ? g.params() : g.inputs()) {
@@ -155,6 +158,37 @@ BENCHMARK_CAPTURE(BM_Norm, layer_norm, false)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Norm, rms_norm, true)
     ->Apply(norm_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+/// A 6-op elementwise chain over x [rows, cols] with a bias row, one kernel per op (fused = 0)
+/// or one ElementwiseRegion (fused = 1). Chain 0: add, mul, sigmoid, mul, sub, relu (every op
+/// vectorised in both forms); chain 1: add, mul, tanh, mul, gelu, sub (BERT-like, libm tanh /
+/// erf in the region loop, oneDNN eltwise unfused).
+void BM_ElementwiseChain(benchmark::State& state) {
+  const std::int64_t rows = state.range(3), cols = state.range(4);
+  const bool fused = state.range(1) != 0, bert = state.range(2) != 0;
+  cpu::CpuOptions o;
+  o.num_threads = static_cast<int>(state.range(0));
+  auto c = compile_op(
+      o,
+      [&](ir::Builder& b) {
+        auto x = b.input("x", ir::Shape::of({rows, cols}));
+        auto bias = b.input("bias", ir::Shape::of({cols}));
+        auto y = b.mul(b.add(x, bias), b.scalar(0.5));
+        y = bert ? b.tanh(y) : b.sigmoid(y);
+        y = b.mul(y, x);
+        y = bert ? b.sub(b.gelu(y), bias) : b.relu(b.sub(y, bias));
+        b.output(y);
+      },
+      fused);
+  state.SetLabel(std::string(bert ? "add,mul,tanh,mul,gelu,sub" : "add,mul,sigmoid,mul,sub,relu") +
+                 (fused ? " region" : " 6 kernels"));
+  run(state, c, 0, 2.0 * 4.0 * static_cast<double>(rows * cols)); // read x, write y
+}
+BENCHMARK(BM_ElementwiseChain)
+    ->ArgNames({"threads", "fused", "bert", "rows", "cols"})
+    ->ArgsProduct({{1, 2}, {0, 1}, {0, 1}, {128}, {3072}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

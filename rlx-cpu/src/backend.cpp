@@ -27,7 +27,7 @@ std::string CpuBackend::name() const {
 }
 
 const ir::ClaimSet& CpuBackend::claims() const {
-  return cpu_claims();
+  return cpu_claims(opts_.elementwise_regions);
 }
 
 std::int64_t CpuBackend::alignment() const {
@@ -37,7 +37,7 @@ std::int64_t CpuBackend::alignment() const {
 std::int64_t CpuBackend::scratch_bytes(const ir::Graph& g, ir::NodeId id) const {
   const ir::Node& n = g.node(id);
   if (ir::is_leaf(n.op) || !n.shape.is_static() || n.shape.bytes() == 0 ||
-      !cpu_claims().supports(g, id) || compile::is_pure_view(g, id))
+      !claims().supports(g, id) || compile::is_pure_view(g, id))
     return 0;
   NodeView view{g, id, opts_, threads_};
   const KernelImpl* impl = select_kernel(view);

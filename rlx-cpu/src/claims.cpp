@@ -25,9 +25,12 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
     UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
+    UnclaimedOp{K::ElementwiseRegion,
+                "off by default (CpuOptions::elementwise_regions): the region loop is still slower "
+                "than the one-op kernels; legalisation inlines a region that reaches the backend"},
 };
 
-ir::ClaimSet build_claims() {
+ir::ClaimSet build_claims(bool elementwise_regions) {
   ir::ClaimSet c;
   // Leaves hold any dtype; data movement is bytewise and exact for every dtype.
   for (K k : {K::Input, K::Param, K::Constant, K::Reshape, K::Transpose, K::Narrow, K::Concat,
@@ -70,14 +73,19 @@ ir::ClaimSet build_claims() {
   // Control flow runs for real (control_flow.cpp): each sub-graph is a nested executable.
   c.claim(K::If);
   c.claim(K::While);
+  // Elementwise regions (opt-in, see cpu_claims): one generated loop computing in f32, bool values
+  // as 0 / 1 (region.cpp). The region pass forms regions only of these dtypes.
+  if (elementwise_regions)
+    c.claim(K::ElementwiseRegion, {DType::f32, DType::boolean});
   return c;
 }
 
 } // namespace
 
-const ir::ClaimSet& cpu_claims() {
-  static const ir::ClaimSet claims = build_claims();
-  return claims;
+const ir::ClaimSet& cpu_claims(bool elementwise_regions) {
+  static const ir::ClaimSet plain = build_claims(false);
+  static const ir::ClaimSet with_regions = build_claims(true);
+  return elementwise_regions ? with_regions : plain;
 }
 
 std::span<const UnclaimedOp> deliberately_unclaimed() {

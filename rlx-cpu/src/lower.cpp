@@ -133,6 +133,8 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return custom_impls();
   case K::CustomFn:
     return {};
+  case K::ElementwiseRegion:
+    return region_impls();
   case K::Quantize:
   case K::Dequantize:
   case K::FakeQuantize:

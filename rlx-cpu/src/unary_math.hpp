@@ -1,6 +1,7 @@
 // unary_math.hpp (private): the unary elementwise functions of the op table (and the activations
 // of fused epilogues) as callables on a compute type, so each loop is instantiated per function
-// and vectorises.
+// and vectorises (f32 exp, sigmoid, silu, tanh, erf and both GELUs are branch-free polynomials
+// from simd.hpp; the rest is libm).
 #pragma once
 
 #include "dtypes.hpp"
@@ -16,8 +17,9 @@
 
 namespace rlx::cpu {
 
-/// Calls \p fn with a callable computing unary op \p op on compute type \p C.
-template <class C, class Fn> void with_unary(ir::OpKind op, Fn&& fn) {
+/// Calls \p fn with a callable computing unary op \p op on compute type \p C. Always inlined, so
+/// the loop \p fn runs is compiled for its caller's ISA (the region loop's AVX2 / AVX-512 clones).
+template <class C, class Fn> [[gnu::always_inline]] inline void with_unary(ir::OpKind op, Fn&& fn) {
   constexpr bool is_f = std::is_floating_point_v<C>;
   switch (op) {
   case ir::OpKind::Neg:
@@ -51,21 +53,35 @@ template <class C, class Fn> void with_unary(ir::OpKind op, Fn&& fn) {
     case ir::OpKind::Reciprocal:
       return fn([](C x) { return C{1} / x; });
     case ir::OpKind::Tanh:
-      return fn([](C x) { return std::tanh(x); });
+      if constexpr (std::is_same_v<C, float>)
+        return fn([](float x) { return simd::tanh(x); });
+      else
+        return fn([](C x) { return std::tanh(x); });
     case ir::OpKind::Sigmoid:
       if constexpr (std::is_same_v<C, float>)
         return fn([](float x) { return simd::sigmoid(x); });
       else
         return fn([](C x) { return C{1} / (C{1} + std::exp(-x)); });
     case ir::OpKind::Gelu:
-      return fn([](C x) {
-        return C{0.5} * x * (C{1} + std::erf(x / static_cast<C>(std::numbers::sqrt2)));
-      });
+      if constexpr (std::is_same_v<C, float>)
+        return fn([](float x) {
+          return 0.5f * x * (1.0f + simd::erf(x * static_cast<float>(std::numbers::sqrt2 / 2)));
+        });
+      else
+        return fn([](C x) {
+          return C{0.5} * x * (C{1} + std::erf(x / static_cast<C>(std::numbers::sqrt2)));
+        });
     case ir::OpKind::GeluTanh:
-      return fn([](C x) {
-        const C k = static_cast<C>(0.79788456080286535588); // sqrt(2 / pi)
-        return C{0.5} * x * (C{1} + std::tanh(k * (x + C{0.044715} * x * x * x)));
-      });
+      if constexpr (std::is_same_v<C, float>)
+        return fn([](float x) {
+          const float k = 0.79788456080286535588f; // sqrt(2 / pi)
+          return 0.5f * x * (1.0f + simd::tanh(k * (x + 0.044715f * x * x * x)));
+        });
+      else
+        return fn([](C x) {
+          const C k = static_cast<C>(0.79788456080286535588); // sqrt(2 / pi)
+          return C{0.5} * x * (C{1} + std::tanh(k * (x + C{0.044715} * x * x * x)));
+        });
     case ir::OpKind::Silu:
       if constexpr (std::is_same_v<C, float>)
         return fn([](float x) { return x / (1.0f + simd::exp(-x)); });
@@ -76,7 +92,10 @@ template <class C, class Fn> void with_unary(ir::OpKind op, Fn&& fn) {
     case ir::OpKind::Cos:
       return fn([](C x) { return std::cos(x); });
     case ir::OpKind::Erf:
-      return fn([](C x) { return std::erf(x); });
+      if constexpr (std::is_same_v<C, float>)
+        return fn([](float x) { return simd::erf(x); });
+      else
+        return fn([](C x) { return std::erf(x); });
     default:
       break;
     }

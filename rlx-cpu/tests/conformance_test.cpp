@@ -42,47 +42,63 @@ INSTANTIATE_TEST_SUITE_P(Cpu, CpuConformance, testing::Range<std::size_t>(0, op_
 /// The OpenBLAS GEMM option on one thread, on the cases that run matrix products.
 std::vector<std::size_t> gemm_cases() {
   using K = rlx::ir::OpKind;
-  const std::set<K> gemm {
-    K::MatMul, K::DotGeneral, K::Linear, K::SwiGluFfn,
-        const std::set<K> gemm{K::MatMul,     K::DotGeneral,     K::Linear,
-                               K::SwiGluFfn,  K::AttentionBlock, K::BertLayer,
-                               K::LlamaBlock, K::MatMulBiasAct,  K::SwiGluMatMul};
-    std::vector<std::size_t> out;
-    for (std::size_t i = 0; i < op_cases().size(); ++i)
-      if (gemm.count(op_cases()[i].op))
-        out.push_back(i);
-    return out;
-  }
-  class OpenblasConformance : public testing::TestWithParam<std::size_t> {};
-  TEST_P(OpenblasConformance, MatchesReference) {
-    static const rlx::cpu::CpuBackend backend(
-        rlx::cpu::CpuOptions{rlx::cpu::GemmProvider::openblas, 1});
-    check(backend, GetParam());
-  }
-  INSTANTIATE_TEST_SUITE_P(CpuOpenblas1Thread, OpenblasConformance, testing::ValuesIn(gemm_cases()),
-                           case_name);
+  const std::set<K> gemm{K::MatMul,     K::DotGeneral,     K::Linear,
+                         K::SwiGluFfn,  K::AttentionBlock, K::BertLayer,
+                         K::LlamaBlock, K::MatMulBiasAct,  K::SwiGluMatMul};
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < op_cases().size(); ++i)
+    if (gemm.count(op_cases()[i].op))
+      out.push_back(i);
+  return out;
+}
+class OpenblasConformance : public testing::TestWithParam<std::size_t> {};
+TEST_P(OpenblasConformance, MatchesReference) {
+  static const rlx::cpu::CpuBackend backend(
+      rlx::cpu::CpuOptions{rlx::cpu::GemmProvider::openblas, 1});
+  check(backend, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(CpuOpenblas1Thread, OpenblasConformance, testing::ValuesIn(gemm_cases()),
+                         case_name);
 
-  TEST(ConformanceTable, EveryOpHasACase) {
-    std::set<rlx::ir::OpKind> covered;
-    for (const auto& c : op_cases())
-      covered.insert(c.op);
-    rlx::ir::for_each_op([&](rlx::ir::OpKind k) {
-      if (rlx::ir::is_leaf(k))
-        return; // leaves are the inputs of every case
-      EXPECT_TRUE(covered.count(k)) << "no conformance case for " << rlx::ir::op_name(k);
-    });
-  }
+/// The opt-in region loop (CpuOptions::elementwise_regions) on the ElementwiseRegion cases.
+std::vector<std::size_t> region_cases() {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < op_cases().size(); ++i)
+    if (op_cases()[i].op == rlx::ir::OpKind::ElementwiseRegion)
+      out.push_back(i);
+  return out;
+}
+class RegionConformance : public testing::TestWithParam<std::size_t> {};
+TEST_P(RegionConformance, MatchesReference) {
+  rlx::cpu::CpuOptions o;
+  o.elementwise_regions = true;
+  static const rlx::cpu::CpuBackend backend(o);
+  check(backend, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(CpuRegions, RegionConformance, testing::ValuesIn(region_cases()),
+                         case_name);
 
-  TEST(ConformanceTable, NamesAreUniqueAndEveryToleranceIsJustified) {
-    std::set<std::string> names;
-    for (const auto& c : op_cases()) {
-      EXPECT_TRUE(names.insert(c.name).second) << "duplicate case name " << c.name;
-      EXPECT_FALSE(c.tol.why.empty()) << c.name << " has no tolerance justification";
-      EXPECT_GE(c.tol.atol, 0.0);
-      // Bugs (a wrong index, a missed mask) give O(1) errors; bf16 at |x| ~ 3 has a 0.016 ulp.
-      EXPECT_LT(c.tol.atol, 0.05) << c.name << ": a tolerance this loose hides bugs";
-      EXPECT_LT(c.tol.rtol, 0.02) << c.name << ": a tolerance this loose hides bugs";
-    }
+TEST(ConformanceTable, EveryOpHasACase) {
+  std::set<rlx::ir::OpKind> covered;
+  for (const auto& c : op_cases())
+    covered.insert(c.op);
+  rlx::ir::for_each_op([&](rlx::ir::OpKind k) {
+    if (rlx::ir::is_leaf(k))
+      return; // leaves are the inputs of every case
+    EXPECT_TRUE(covered.count(k)) << "no conformance case for " << rlx::ir::op_name(k);
+  });
+}
+
+TEST(ConformanceTable, NamesAreUniqueAndEveryToleranceIsJustified) {
+  std::set<std::string> names;
+  for (const auto& c : op_cases()) {
+    EXPECT_TRUE(names.insert(c.name).second) << "duplicate case name " << c.name;
+    EXPECT_FALSE(c.tol.why.empty()) << c.name << " has no tolerance justification";
+    EXPECT_GE(c.tol.atol, 0.0);
+    // Bugs (a wrong index, a missed mask) give O(1) errors; bf16 at |x| ~ 3 has a 0.016 ulp.
+    EXPECT_LT(c.tol.atol, 0.05) << c.name << ": a tolerance this loose hides bugs";
+    EXPECT_LT(c.tol.rtol, 0.02) << c.name << ": a tolerance this loose hides bugs";
   }
+}
 
 } // namespace

@@ -93,6 +93,38 @@ TEST(SimdExp, WithinTwoUlpOverTheWholeRange) {
   EXPECT_EQ(cpu::simd::exp(0.0f), 1.0f);
 }
 
+/// The largest error of \p f against \p ref over [lo, hi), in ulp of the f32 result, counting
+/// at least FLT_MIN-sized ulps (denormal results are not what these functions are for).
+template <class F, class R> float worst_ulp(F f, R ref, float lo, float hi, float step) {
+  float worst = 0;
+  for (float x = lo; x < hi; x += step) {
+    double want = ref(static_cast<double>(x));
+    auto w = static_cast<float>(want);
+    float ulp = std::max(std::nextafter(std::fabs(w), INFINITY) - std::fabs(w), 1e-38f);
+    worst = std::max(worst, static_cast<float>(std::fabs(f(x) - want) / ulp));
+  }
+  return worst;
+}
+
+TEST(SimdTanhErf, WithinEightUlpOverTheWholeRange) {
+  // Measured worst cases (baseline x86-64, no FMA): tanh 5.2 ulp, erf 6.1 ulp. Steps sample the
+  // whole range and, densely, the neighbourhood of 0.
+  auto tanh_ref = [](double x) { return std::tanh(x); };
+  auto erf_ref = [](double x) { return std::erf(x); };
+  auto tanh_f = [](float x) { return cpu::simd::tanh(x); };
+  auto erf_f = [](float x) { return cpu::simd::erf(x); };
+  EXPECT_LE(worst_ulp(tanh_f, tanh_ref, -12.0f, 12.0f, 0.000731f), 8.0f);
+  EXPECT_LE(worst_ulp(tanh_f, tanh_ref, -0.01f, 0.01f, 0.0000173f), 8.0f);
+  EXPECT_LE(worst_ulp(erf_f, erf_ref, -6.0f, 6.0f, 0.000731f), 8.0f);
+  EXPECT_LE(worst_ulp(erf_f, erf_ref, -0.01f, 0.01f, 0.0000173f), 8.0f);
+  for (auto f : {cpu::simd::tanh, cpu::simd::erf}) {
+    EXPECT_TRUE(std::isnan(f(NAN)));
+    EXPECT_EQ(f(INFINITY), 1.0f);
+    EXPECT_EQ(f(-INFINITY), -1.0f);
+    EXPECT_EQ(f(0.0f), 0.0f);
+  }
+}
+
 TEST(SimdRows, ReductionsMatchPlainLoops) {
   std::vector<float> x(1003);
   for (std::size_t i = 0; i < x.size(); ++i)

@@ -3,6 +3,7 @@
 #include "rlx/fusion/fusion_passes.hpp"
 
 #include "fusion_pass_list.hpp"
+#include "rlx/fusion/elementwise_regions.hpp"
 #include "rlx/fusion/transformer_fusions.hpp"
 #include "rlx/ir/error.hpp"
 
@@ -13,6 +14,8 @@ namespace {
 // The fusion passes in run order; a recogniser runs before the fusions that consume its ops, and
 // the transformer fusions run before fuse-matmul-bias-act, which would otherwise take the MatMuls
 // they match (the dual SwiGLU matmul first: it consumes the Silu * Mul fuse-swiglu would take).
+// Elementwise regions run last: the pattern fusions take their elementwise ops first, and the
+// regions group what is left.
 // Adding a pass: a row here and its factory in fusion_pass_list.hpp (or transformer_fusions.hpp).
 const FusionPassInfo kFusionPasses[] = {
     {"fuse-gelu-spelling", {ir::OpKind::Gelu, ir::OpKind::GeluTanh}, make_fuse_gelu_spelling},
@@ -24,6 +27,9 @@ const FusionPassInfo kFusionPasses[] = {
     {"fuse-swiglu", {ir::OpKind::SwiGlu}, make_fuse_swiglu},
     {"fuse-attention", {ir::OpKind::Attention}, make_fuse_attention},
     {"fuse-matmul-bias-act", {ir::OpKind::MatMulBiasAct}, make_fuse_matmul_bias_act},
+    {MarkElementwiseRegionsPass::kName,
+     {ir::OpKind::ElementwiseRegion},
+     []() -> std::unique_ptr<Pass> { return std::make_unique<MarkElementwiseRegionsPass>(); }},
 };
 
 } // namespace
@@ -62,6 +68,8 @@ void register_fusion_passes(PassRegistry& registry) {
   for (const FusionPassInfo& p : kFusionPasses)
     registry.add(std::string(p.name), p.make);
   registry.add("unfuse", make_unfuse);
+  registry.add(std::string(UnfuseElementwiseRegionsPass::kName),
+               [] { return std::make_unique<UnfuseElementwiseRegionsPass>(); });
 }
 
 } // namespace rlx::fusion

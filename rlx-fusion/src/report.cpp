@@ -23,6 +23,10 @@ std::string_view miss_reason_name(MissReason r) {
     return "is_graph_output";
   case MissReason::not_profitable:
     return "not_profitable";
+  case MissReason::limit_exceeded:
+    return "limit_exceeded";
+  case MissReason::would_create_cycle:
+    return "would_create_cycle";
   }
   return "unknown";
 }

@@ -324,5 +324,23 @@ TEST(FusionPasses, ListedOnlyWhenTheFusedOpIsClaimed) {
   EXPECT_EQ(fewer.size() + 1, names.size());
 }
 
+TEST(FusionPasses, TheListFollowsTheClaims) {
+  // Two claim sets, two pass lists: the region pass runs only for a backend claiming its op.
+  ir::ClaimSet all;
+  ir::for_each_op([&](OpKind k) { all.claim(k); });
+  ir::ClaimSet no_regions = all;
+  no_regions.unclaim(OpKind::ElementwiseRegion);
+  const auto with = fusion_passes_for_supported(all);
+  const auto without = fusion_passes_for_supported(no_regions);
+  EXPECT_EQ(with.back(), "mark-elementwise-regions"); // last: the pattern fusions go first
+  EXPECT_EQ(std::count(without.begin(), without.end(), "mark-elementwise-regions"), 0);
+  EXPECT_EQ(without.size() + 1, with.size());
+  PassRegistry r;
+  register_fusion_passes(r);
+  for (const auto& name : fusion_passes_for_supported(all))
+    EXPECT_TRUE(r.contains(name)) << name;
+  EXPECT_TRUE(r.contains("unfuse-elementwise-regions"));
+}
+
 } // namespace
 } // namespace rlx::fusion

@@ -35,7 +35,8 @@ TEST(MissReason, EveryReasonHasAName) {
   for (auto r :
        {MissReason::multiple_consumers, MissReason::shape_mismatch, MissReason::dtype_mismatch,
         MissReason::not_claimed, MissReason::attribute_mismatch, MissReason::operand_mismatch,
-        MissReason::is_graph_output, MissReason::not_profitable})
+        MissReason::is_graph_output, MissReason::not_profitable, MissReason::limit_exceeded,
+        MissReason::would_create_cycle})
     EXPECT_NE(miss_reason_name(r), "unknown");
   EXPECT_EQ(miss_reason_name(MissReason::shape_mismatch), "shape_mismatch");
 }

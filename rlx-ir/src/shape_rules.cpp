@@ -4,6 +4,7 @@
 #include "rlx/ir/custom_op.hpp"
 #include "rlx/ir/error.hpp"
 #include "rlx/ir/graph.hpp"
+#include "rlx/ir/region.hpp"
 #include "rlx/ir/size.hpp"
 
 #include <algorithm>
@@ -596,6 +597,41 @@ Shape custom_fn(In in, const CustomFnAttrs& a) {
                                 " but input is " + in[i].str());
   }
   return outs[0];
+}
+
+Shape elementwise_region(In in, const RegionAttrs& a) {
+  expect(bool(a.body), "elementwise_region: body is required");
+  const Graph& body = *a.body;
+  auto outs = check_body(body, in, "elementwise_region body");
+  expect(!outs.empty(), "elementwise_region: the body has no outputs");
+  for (NodeId id : body.ids()) {
+    const Node& n = body.node(id);
+    if (n.op == OpKind::Input || n.op == OpKind::Constant)
+      continue;
+    std::string why;
+    if (!is_region_body_op(body, id, &why))
+      throw ShapeError("elementwise_region: body node " + describe(body, id) +
+                       " may not be in a region: " + why);
+  }
+  // Every result spans one iteration space (the first output's dims), and every body value
+  // broadcasts onto it, so a backend computes the region as one loop over that space.
+  const std::vector<Dim>& space = outs[0].dims;
+  for (std::size_t i = 0; i < body.outputs().size(); ++i) {
+    NodeId o = body.outputs()[i];
+    expect(!is_leaf(body.node(o).op), "elementwise_region: body output " + std::to_string(i) +
+                                          " is the leaf " + describe(body, o) +
+                                          "; every result must be computed in the region");
+    expect(outs[i].dims == space, "elementwise_region: body output " + std::to_string(i) + " is " +
+                                      outs[i].str() + " but output 0 is " + outs[0].str() +
+                                      "; every result has the same dims");
+  }
+  for (NodeId id : body.ids())
+    expect(broadcasts_to(body.shape(id).dims, space),
+           "elementwise_region: body node " + describe(body, id) + " of type " +
+               body.shape(id).str() + " does not broadcast to the region's dims " + outs[0].str());
+  if (outs.size() == 1)
+    return outs[0];
+  return Shape::tuple(std::move(outs));
 }
 
 namespace {

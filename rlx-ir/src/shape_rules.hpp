@@ -44,6 +44,7 @@ Shape if_op(In, const IfAttrs&);
 Shape while_op(In, const WhileAttrs&);
 Shape custom(In, const CustomAttrs&);
 Shape custom_fn(In, const CustomFnAttrs&);
+Shape elementwise_region(In, const RegionAttrs&);
 Shape quantize(In, const QuantAttrs&);
 Shape dequantize(In, const QuantAttrs&);
 Shape fake_quantize(In, const QuantAttrs&);

@@ -148,6 +148,7 @@ TEST(Decompositions, TheTableCoversTheCompositeOps) {
                                      OpKind::If,
                                      OpKind::While,
                                      OpKind::CustomFn,
+                                     OpKind::ElementwiseRegion,
                                      OpKind::FakeQuantize,
                                      OpKind::Dequantize,
                                      OpKind::SwiGlu,

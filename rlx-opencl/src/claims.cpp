@@ -27,6 +27,9 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::Get, "no OpenCL kernel yet for tuple results (a clear compile error)"},
     UnclaimedOp{K::Custom, "custom ops run host reference kernels: CPU only"},
     UnclaimedOp{K::CustomFn, "its body is inlined by the compile pipeline"},
+    UnclaimedOp{K::ElementwiseRegion,
+                "no generated OpenCL loop yet: regions are not formed for OpenCL, and a region in "
+                "the input is inlined by the compile pipeline"},
     UnclaimedOp{K::Quantize, "no OpenCL kernel yet (round-half-even + clamp to i8)"},
     UnclaimedOp{K::FakeQuantize, "decomposed into Quantize / Dequantize by the compile pipeline"},
     UnclaimedOp{K::Linear, "HIR block: lowered to MatMul (+ Add, activation) before MIR"},

@@ -676,6 +676,7 @@ void Lowerer::lower(ir::NodeId id) {
   case K::While:
   case K::Custom:
   case K::CustomFn:
+  case K::ElementwiseRegion:
   case K::Split:
   case K::Get:
   case K::Quantize:

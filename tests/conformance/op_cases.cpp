@@ -23,6 +23,7 @@
 #include "rlx/ir/error.hpp"
 
 #include <cmath>
+#include <memory>
 #include <mutex>
 
 namespace rlx::conformance {
@@ -816,6 +817,67 @@ void control_cases(Table& t) {
               });
 }
 
+// ---- fused ops: regions ---------------------------------------------------------------------
+
+/// An ElementwiseRegion over \p ops (the operands' nodes) whose body is built by \p fn from the
+/// body Inputs; \p fn returns the body outputs.
+ir::NodeId region_node(
+    ir::Graph& g, const std::vector<ir::NodeId>& ops,
+    const std::function<std::vector<ir::NodeId>(ir::Builder&, const std::vector<ir::NodeId>&)>&
+        fn) {
+  auto body = std::make_shared<ir::Graph>("region");
+  ir::Builder bb(*body);
+  std::vector<ir::NodeId> ins;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    ins.push_back(bb.input("in" + std::to_string(i), g.shape(ops[i])));
+  for (ir::NodeId o : fn(bb, ins))
+    bb.output(o);
+  return g.add(K::ElementwiseRegion, ops, ir::RegionAttrs{ir::SubGraph{std::move(body)}});
+}
+
+void region_cases(Table& t) {
+  const Tolerance chain = ulps(DType::f32, 64, 4.0,
+                               "a chain of f32 ops rounded after each, as the reference; the "
+                               "transcendental steps within 16 ulp each");
+  // One loop over a tile: broadcast operands (a row and a column), a body constant, a compare
+  // feeding a where; sizes that leave a partial tile (1, 7, 1023, 1025 elements).
+  for (std::int64_t n : {1, 7, 1023, 1025}) {
+    t.add_built("region_chain_n" + std::to_string(n) + "_f32", K::ElementwiseRegion,
+                {in("x", {n, 1}, DType::f32, -3, 3), in("row", {1}, DType::f32, 0.5, 2)}, chain,
+                [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                  return region_node(g, in_, [](ir::Builder& b, const auto& a) {
+                    ir::NodeId s = b.mul(a[0], a[1]);
+                    ir::NodeId u = b.tanh(s);
+                    ir::NodeId keep = b.compare(ir::CmpOp::gt, u, b.scalar(0.25));
+                    ir::NodeId w = b.where(keep, b.sigmoid(s), b.neg(u));
+                    return std::vector<ir::NodeId>{b.add(b.mul(w, w), b.scalar(1.0))};
+                  });
+                });
+  }
+  t.add_built("region_broadcast_rows_cols_f32", K::ElementwiseRegion,
+              {in("x", {5, 33, 40}, DType::f32, -2, 2), in("col", {33, 1}), in("row", {40}),
+               ints("mask", {5, 1, 40}, DType::boolean, 0, 1)},
+              chain, [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                return region_node(g, in_, [](ir::Builder& b, const auto& a) {
+                  ir::NodeId y = b.add(b.mul(a[0], a[1]), a[2]);
+                  ir::NodeId z = b.where(a[3], b.silu(y), b.maximum(y, b.scalar(0.0)));
+                  return std::vector<ir::NodeId>{b.sub(z, b.expand(a[1], {5, 33, 40}))};
+                });
+              });
+  // Several results: a tuple whose parts are read back through Get and combined, so a part
+  // written at the wrong offset shows.
+  t.add_built("region_tuple_two_parts_f32", K::ElementwiseRegion,
+              {in("x", {6, 130}, DType::f32, -2, 2), in("y", {130})}, chain,
+              [](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                ir::NodeId r = region_node(g, in_, [](ir::Builder& b, const auto& a) {
+                  ir::NodeId e = b.exp(b.sub(a[0], a[1]));
+                  return std::vector<ir::NodeId>{e, b.gelu(e)};
+                });
+                ir::Builder b(g);
+                return b.sub(b.get(r, 1), b.mul(b.get(r, 0), b.scalar(0.5)));
+              });
+}
+
 void hir_cases(Table& t) {
   const double u = 0x1p-24;
   // Linear: a 16-term GEMM, bias, GELU.
@@ -959,6 +1021,7 @@ std::vector<OpCase> build_table() {
   hir_cases(t);
   fused_cases(t);
   fused_xf_cases(t);
+  region_cases(t);
   return t.take();
 }
 

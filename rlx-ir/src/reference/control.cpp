@@ -77,6 +77,11 @@ RLX_REFERENCE_KERNEL(CustomFn) {
   return evaluate_positional(*node.attr<CustomFnAttrs>().body, in).at(0);
 }
 
+RLX_REFERENCE_KERNEL(ElementwiseRegion) {
+  // A region with several results is tuple-typed and evaluated by tuple_kernel (tuple.cpp).
+  return evaluate_positional(*node.attr<RegionAttrs>().body, in).at(0);
+}
+
 RLX_REFERENCE_KERNEL(Linear) {
   return evaluate_hir(node, out, in);
 }

@@ -1,4 +1,5 @@
-// tuple.cpp: reference semantics of the ops with several results (tuple-typed nodes): Split. Get
+// tuple.cpp: reference semantics of the ops with several results (tuple-typed nodes): Split and
+// an ElementwiseRegion with several outputs. Get
 // is no kernel: the interpreter hands out the part its operand's value holds.
 #include "kernels.hpp"
 
@@ -34,6 +35,8 @@ std::vector<Tensor> tuple_kernel(const Node& node, const Shape& out, Args in) {
   switch (node.op) {
   case OpKind::Split:
     return split_parts(node, out, in);
+  case OpKind::ElementwiseRegion: // several results: body output i is part i
+    return evaluate_positional(*node.attr<RegionAttrs>().body, in);
   default:
     fail(std::string(op_name(node.op)) + ": the op has no tuple result");
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <memory>
 #include <random>
 
 namespace rlx::ir::testing {
@@ -387,6 +388,29 @@ Graph control_sample(OpKind op) {
   return g;
 }
 
+/// ElementwiseRegion: where(tanh(x * scale) > 0.25, tanh(.), x * scale) + 1 over a broadcast
+/// scale, with a body constant (a single result: the tuple form is tested by the region tests).
+Graph region_sample(OpKind op) {
+  Graph g(std::string(op_name(op)));
+  Builder b(g);
+  const Shape xs({sym("batch"), 4}, f32), ss({4}, f32);
+  Graph body("region0");
+  {
+    Builder c(body);
+    NodeId x = c.input("in0", xs);
+    NodeId scale = c.input("in1", ss);
+    NodeId t = c.mul(x, scale);
+    NodeId u = c.tanh(t);
+    NodeId keep = c.compare(CmpOp::gt, u, c.scalar(0.25));
+    c.output(c.add(c.where(keep, u, t), c.scalar(1.0)));
+  }
+  NodeId x = b.input("x", xs);
+  NodeId scale = b.param("scale", ss);
+  b.output(g.add(op, {x, scale}, RegionAttrs{SubGraph{std::make_shared<const Graph>(std::move(body))}},
+                 "region"));
+  return g;
+}
+
 Graph hir_sample(OpKind op) {
   Graph g(std::string(op_name(op)));
   Builder b(g);
@@ -663,6 +687,8 @@ Graph sample_graph(OpKind op) {
   case OpKind::Custom:
   case OpKind::CustomFn:
     return control_sample(op);
+  case OpKind::ElementwiseRegion:
+    return region_sample(op);
   case OpKind::Linear:
   case OpKind::AttentionBlock:
   case OpKind::SwiGluFfn:

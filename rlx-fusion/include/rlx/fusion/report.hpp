@@ -22,6 +22,8 @@ enum class MissReason : std::uint8_t {
   operand_mismatch,   ///< an operand is not the op or value the pattern needs
   is_graph_output,    ///< an inner node of the pattern is a graph output and must stay materialised
   not_profitable,     ///< the rewrite is legal but the benefit gate rejected it
+  limit_exceeded,     ///< the fused op would exceed a FusionLimits cap (ops, inputs per region)
+  would_create_cycle, ///< grouping would make a path leave the fused op and re-enter it
 };
 
 /// \returns the snake_case name of \p r ("multiple_consumers").

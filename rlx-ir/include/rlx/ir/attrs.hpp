@@ -286,6 +286,14 @@ struct CustomFnAttrs {
   RLX_ATTRS(CustomFnAttrs, body, vjp)
 };
 
+/// ElementwiseRegion (a fused op): \p body is a graph of elementwise / broadcast ops whose Inputs
+/// bind in order to the node's operands and whose outputs are the node's results (one output: its
+/// tensor; several: a tuple, part i = body output i). See the op's row in ops.def for the rules.
+struct RegionAttrs {
+  SubGraph body;
+  RLX_ATTRS(RegionAttrs, body)
+};
+
 /// Int8 quantization: per-tensor (no axis, one scale and zero point) or per-channel along \p axis.
 /// q = clamp(round_half_even(x / scale) + zero_point, -128, 127).
 struct QuantAttrs {
@@ -360,6 +368,6 @@ using Attrs =
                  ReduceAttrs, ArgMaxAttrs, NormAttrs, AttentionAttrs, RopeAttrs, Conv2dAttrs,
                  Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs, CustomFnAttrs, QuantAttrs,
                  LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs, SplitAttrs,
-                 GetAttrs, MatMulBiasActAttrs>;
+                 GetAttrs, MatMulBiasActAttrs, RegionAttrs>;
 
 } // namespace rlx::ir
