@@ -28,4 +28,8 @@ export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # Tests that scale their sizes down under the sanitizers read this.
 export RLX_SANITIZER_BUILD=1
+# A fresh pocl kernel cache: the OpenCL tests then always run pocl's kernel compiler (LLVM) under
+# the sanitizers, whatever an earlier run left in ~/.cache/pocl.
+rm -rf build-asan/pocl-cache
+export POCL_CACHE_DIR="$PWD/build-asan/pocl-cache"
 ctest --test-dir build-asan --output-on-failure --parallel "$(nproc)" --timeout 900
