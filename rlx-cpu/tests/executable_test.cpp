@@ -13,31 +13,99 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 #include <thread>
 
-// Counts operator new calls while g_counting is set (the no-allocation-per-run test).
+// Counts global allocations while g_counting is set (the no-allocation-per-run test). The whole
+// replaceable operator new / delete family is replaced, every form on malloc / aligned_alloc and
+// free: a form left to the runtime (libstdc++'s, or AddressSanitizer's in the sanitizer build)
+// would allocate with its own allocator and be released here with free, which the sanitizer
+// rightly reports as alloc-dealloc-mismatch (std::stable_sort's buffer uses the nothrow form).
 namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocations{0};
-} // namespace
 
-void* operator new(std::size_t n) {
+void* counted_alloc(std::size_t n, std::size_t align) noexcept {
   if (g_counting.load(std::memory_order_relaxed))
     g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n))
+  if (n == 0)
+    n = 1;
+  if (align <= alignof(std::max_align_t))
+    return std::malloc(n);
+  return std::aligned_alloc(align, (n + align - 1) / align * align); // size: a multiple of align
+}
+
+void* counted_alloc_or_throw(std::size_t n, std::size_t align) {
+  if (void* p = counted_alloc(n, align))
     return p;
   throw std::bad_alloc();
 }
-// The replaced operator new allocates with malloc, so free is the matching release; GCC cannot
-// see through the replacement.
+} // namespace
+
+void* operator new(std::size_t n) {
+  return counted_alloc_or_throw(n, 0);
+}
+void* operator new[](std::size_t n) {
+  return counted_alloc_or_throw(n, 0);
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, 0);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+// Every form above allocates with malloc or aligned_alloc, so free is the matching release; GCC
+// cannot see through the replacement.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* p) noexcept {
   std::free(p);
 }
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
 void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   std::free(p);
 }
 #pragma GCC diagnostic pop
