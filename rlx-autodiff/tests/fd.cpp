@@ -215,3 +215,119 @@ FdResult check_gradients(const WeightedLoss& l, const TensorMap& inputs, const T
 }
 
 } // namespace rlx::autodiff::testing
+
+#include "rlx/autodiff/jvp.hpp"
+
+namespace rlx::autodiff::testing {
+namespace {
+
+/// Random directions for \p wrt (same types as the leaves), by name.
+TensorMap directions(const TensorMap& inputs, const TensorMap& params,
+                     const std::vector<Wrt>& wrt) {
+  std::mt19937_64 rng(99);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  TensorMap d;
+  for (const Wrt& w : wrt) {
+    Tensor t((w.param ? params : inputs).at(w.name).shape());
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      t.set_f64(i, u(rng));
+    d[w.name] = t;
+  }
+  return d;
+}
+
+/// The values moved by \p s along the directions.
+std::pair<TensorMap, TensorMap> moved(const TensorMap& inputs, const TensorMap& params,
+                                      const std::vector<Wrt>& wrt, const TensorMap& dir, double s) {
+  TensorMap in = inputs, pa = params;
+  for (const Wrt& w : wrt) {
+    TensorMap& m = w.param ? pa : in;
+    Tensor t = m.at(w.name).clone();
+    const Tensor& d = dir.at(w.name);
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      t.set_f64(i, t.get_f64(i) + s * d.get_f64(i));
+    m[w.name] = t;
+  }
+  return {in, pa};
+}
+
+/// Elementwise comparison of \p got with the central difference of \p f over [first, end) outputs.
+/// The allowed error adds the truncation estimate |fd(h) - fd(2h)| (Richardson: fd(h) is off by
+/// about a third of it), which matters only where f''' is huge (sqrt near 0).
+void compare(FdResult& res, const std::vector<Tensor>& got, std::size_t got_at,
+             const std::vector<Tensor>& yp, const std::vector<Tensor>& y0,
+             const std::vector<Tensor>& ym, const std::vector<Tensor>& yp2,
+             const std::vector<Tensor>& ym2, std::size_t first, std::size_t end, double h) {
+  for (std::size_t o = first; o < end; ++o) {
+    if (!is_float(yp[o].dtype()))
+      continue;
+    const Tensor& g = got.at(got_at + (o - first));
+    for (std::int64_t e = 0; e < yp[o].numel(); ++e) {
+      double fd = (yp[o].get_f64(e) - ym[o].get_f64(e)) / (2 * h);
+      double fwd = (yp[o].get_f64(e) - y0[o].get_f64(e)) / h;
+      double bwd = (y0[o].get_f64(e) - ym[o].get_f64(e)) / h;
+      if (std::fabs(fwd - bwd) > 1e-2 * std::max(1.0, std::fabs(fd))) {
+        ++res.kinks;
+        continue;
+      }
+      double fd2 = (yp2[o].get_f64(e) - ym2[o].get_f64(e)) / (4 * h);
+      double err = std::fabs(g.get_f64(e) - fd) / (std::max(1.0, std::fabs(fd)) +
+                                                   1e6 * std::fabs(fd - fd2));
+      if (!(err <= res.max_err)) {
+        res.max_err = std::isnan(err) ? INFINITY : err;
+        std::ostringstream os;
+        os << "output " << o << "[" << e << "]: autodiff " << g.get_f64(e)
+           << ", finite differences " << fd;
+        res.worst = os.str();
+      }
+      ++res.checked;
+    }
+  }
+}
+
+TensorMap with_tangents(TensorMap in, const std::vector<Wrt>& wrt, const TensorMap& dir) {
+  for (const Wrt& w : wrt)
+    in[tangent_name(w.name)] = dir.at(w.name);
+  return in;
+}
+
+} // namespace
+
+FdResult check_jvp(const Graph& g, const TensorMap& inputs, const TensorMap& params,
+                   const std::vector<Wrt>& wrt, double h) {
+  TensorMap dir = directions(inputs, params, wrt);
+  Graph j = jvp(g, wrt);
+  auto got = ir::reference::evaluate(j, with_tangents(inputs, wrt, dir), params);
+  auto [ip, pp] = moved(inputs, params, wrt, dir, h);
+  auto [im, pm] = moved(inputs, params, wrt, dir, -h);
+  auto [ip2, pp2] = moved(inputs, params, wrt, dir, 2 * h);
+  auto [im2, pm2] = moved(inputs, params, wrt, dir, -2 * h);
+  auto yp = ir::reference::evaluate(g, ip, pp), ym = ir::reference::evaluate(g, im, pm);
+  auto yp2 = ir::reference::evaluate(g, ip2, pp2), ym2 = ir::reference::evaluate(g, im2, pm2);
+  auto y0 = ir::reference::evaluate(g, inputs, params);
+  FdResult res;
+  compare(res, got, g.outputs().size(), yp, y0, ym, yp2, ym2, 0, yp.size(), h);
+  return res;
+}
+
+FdResult check_hvp(const Graph& loss_graph, const TensorMap& inputs, const TensorMap& params,
+                   const std::vector<Wrt>& wrt, double h) {
+  TensorMap dir = directions(inputs, params, wrt);
+  GradOptions opts;
+  opts.on_missing = MissingGradient::zeros;
+  Graph hv = hvp(loss_graph, wrt, opts);
+  Graph gg = grad_with_loss(loss_graph, wrt, opts);
+  auto got = ir::reference::evaluate(hv, with_tangents(inputs, wrt, dir), params);
+  auto [ip, pp] = moved(inputs, params, wrt, dir, h);
+  auto [im, pm] = moved(inputs, params, wrt, dir, -h);
+  auto [ip2, pp2] = moved(inputs, params, wrt, dir, 2 * h);
+  auto [im2, pm2] = moved(inputs, params, wrt, dir, -2 * h);
+  auto gp = ir::reference::evaluate(gg, ip, pp), gm = ir::reference::evaluate(gg, im, pm);
+  auto gp2 = ir::reference::evaluate(gg, ip2, pp2), gm2 = ir::reference::evaluate(gg, im2, pm2);
+  auto g0 = ir::reference::evaluate(gg, inputs, params);
+  FdResult res;
+  compare(res, got, 1 + wrt.size(), gp, g0, gm, gp2, gm2, 1, gp.size(), h);
+  return res;
+}
+
+} // namespace rlx::autodiff::testing

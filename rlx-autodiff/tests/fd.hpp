@@ -55,3 +55,18 @@ FdResult check_gradients(const WeightedLoss& l, const TensorMap& inputs, const T
 double fd_step(ir::DType t);
 
 } // namespace rlx::autodiff::testing
+
+namespace rlx::autodiff::testing {
+
+/// Compares jvp(\p g, \p wrt) along random tangents with central differences of \p g's outputs
+/// along the same direction (all wrt leaves moved together by h times their tangent). Elements
+/// whose one-sided differences disagree (a kink within h) are skipped and counted.
+FdResult check_jvp(const ir::Graph& g, const TensorMap& inputs, const TensorMap& params,
+                   const std::vector<Wrt>& wrt, double h = 1e-5);
+
+/// Compares hvp(\p loss_graph, \p wrt) along random vectors with central differences of the
+/// gradient (grad_with_loss evaluated at x + h v and x - h v).
+FdResult check_hvp(const ir::Graph& loss_graph, const TensorMap& inputs, const TensorMap& params,
+                   const std::vector<Wrt>& wrt, double h = 1e-5);
+
+} // namespace rlx::autodiff::testing

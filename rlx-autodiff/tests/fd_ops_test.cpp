@@ -39,13 +39,21 @@ bool straight_through(ir::OpKind k) {
   return k == ir::OpKind::FakeQuantize;
 }
 
-/// The cases of differentiable ops with something to differentiate.
+/// The cases of differentiable ops with a float operand and a float result (cheap: no graph is
+/// built, so every test process of the ctest run starts fast); MatchesFiniteDifferences asserts
+/// that each of them has a differentiable leaf.
 std::vector<std::string> differentiable_case_names() {
   std::vector<std::string> r;
-  for (const auto& c : conf::op_cases())
-    if (ir::is_differentiable(c.op) && !ir::is_leaf(c.op) && !straight_through(c.op) &&
-        !case_loss(c).second.empty())
+  for (const auto& c : conf::op_cases()) {
+    if (!ir::is_differentiable(c.op) || ir::is_leaf(c.op) || straight_through(c.op))
+      continue;
+    bool float_in = false;
+    for (const auto& s : c.inputs)
+      float_in = float_in || (ir::is_float(s.type.dtype) && s.name != "mask");
+    const auto* cast = std::get_if<ir::CastAttrs>(&c.attrs);
+    if (float_in && !(cast && !ir::is_float(cast->to)))
       r.push_back(c.name);
+  }
   return r;
 }
 

@@ -1,7 +1,7 @@
 // legalize.cpp: legalisation against a claim set (rewrite until legal) and the legalize pass.
 //
 // Rounds over the graph: every live non-leaf node the claim set does not support is replaced by a
-// decomposition from the table in decompositions.cpp. When an op has several, the first whose
+// decomposition from rlx-ir's table (rlx/ir/decompose.hpp). When an op has several, the first whose
 // emitted ops are all supported wins; failing that, the first whose emitted ops are supported or
 // decomposable in turn; failing that, the first that applies (its leftovers are reported). New
 // nodes are visited in the next round, so decompositions chain (silu -> sigmoid -> exp, div ...).
@@ -9,8 +9,8 @@
 // Then every node is counted: leaves and supported nodes are native, the rest unsupported.
 #include "rlx/compile/legalize.hpp"
 
-#include "decompose.hpp"
 #include "rlx/ir/builder.hpp"
+#include "rlx/ir/decompose.hpp"
 #include "rlx/ir/error.hpp"
 
 #include <unordered_map>
@@ -49,7 +49,7 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
       if (g.use_count(id) == 0 || supported(claims, g, id))
         continue;
       const ir::OpKind op = g.node(id).op;
-      const auto fns = detail::decompositions(op);
+      const auto fns = ir::decompositions(op);
       if (fns.empty()) {
         why_not[i] = "no decomposition into other ops";
         continue;
@@ -57,13 +57,13 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
       ir::NodeId chosen;
       int chosen_rank = 3; // 0 all emitted supported, 1 supported or decomposable, 2 applicable
       std::string why;
-      for (auto fn : fns) {
+      for (const ir::Decomposition& form : fns) {
         const std::size_t mark = g.size();
         ir::Builder b(g);
         std::string reason;
         ir::NodeId r;
         try {
-          r = fn(b, id, opts, reason);
+          r = form.fn(b, id, opts.decompose, reason);
         } catch (const ir::ShapeError& e) {
           reason = e.what();
         }
@@ -75,7 +75,7 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
         for (std::size_t j = mark; j < g.size(); ++j) {
           const ir::NodeId nj(static_cast<std::uint32_t>(j));
           if (!supported(claims, g, nj))
-            rank = std::max(rank, has_decomposition(g.node(nj).op) ? 1 : 2);
+            rank = std::max(rank, ir::has_decomposition(g.node(nj).op) ? 1 : 2);
         }
         if (rank < chosen_rank) {
           chosen = r;
@@ -122,19 +122,6 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
 }
 
 } // namespace
-
-bool has_decomposition(ir::OpKind op) {
-  return !detail::decompositions(op).empty();
-}
-
-std::vector<ir::OpKind> decomposable_ops() {
-  std::vector<ir::OpKind> out;
-  ir::for_each_op([&](ir::OpKind k) {
-    if (has_decomposition(k))
-      out.push_back(k);
-  });
-  return out;
-}
 
 DispatchReport legalize(ir::Graph& g, const ir::ClaimSet& claims, std::string_view backend,
                         const fusion::PassOptions& opts) {

@@ -28,6 +28,7 @@
 
 #include "graph_util.hpp"
 #include "rlx/fusion/pattern.hpp"
+#include "rlx/ir/decompose.hpp"
 #include "rlx/ir/error.hpp"
 
 namespace rlx::compile {
@@ -220,7 +221,7 @@ std::vector<Pattern> make_rules() {
       const ir::Tensor& pred = b.graph().node(n.inputs[0]).attr<ir::ConstantAttrs>().value;
       const ir::Graph& branch = pred.get_i64(0) != 0 ? *a.then_branch : *a.else_branch;
       std::vector<NodeId> captures(n.inputs.begin() + 1, n.inputs.end());
-      return detail::inline_subgraph(b, branch, captures, "simplify: if").at(0);
+      return ir::inline_subgraph(b, branch, captures, "simplify: if").at(0);
     };
     r.push_back(std::move(p));
   }

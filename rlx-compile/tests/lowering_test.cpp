@@ -183,7 +183,7 @@ TEST(LowerControlFlow, NestedControlFlowIsLoweredCompletely) {
 TEST(LowerControlFlow, UnrollLimitIsAClearError) {
   Graph g = counting_loop(1000, 0);
   fusion::PassContext ctx;
-  ctx.options.unroll_max_nodes = 500;
+  ctx.options.decompose.unroll_max_nodes = 500;
   try {
     run_pipeline(g, "lower-control-flow", ctx);
     FAIL() << "unbounded unroll accepted";

@@ -3,3 +3,4 @@
 
 #include "rlx/autodiff/grad.hpp"
 #include "rlx/autodiff/vjp_rules.hpp"
+#include "rlx/autodiff/jvp.hpp"

@@ -35,12 +35,6 @@ struct DispatchReport {
   std::string str() const;
 };
 
-/// \returns whether legalize() knows a decomposition of \p op into other ops.
-bool has_decomposition(ir::OpKind op);
-
-/// Every op kind legalize() can decompose, in table order.
-std::vector<ir::OpKind> decomposable_ops();
-
 /// Rewrites the nodes of \p g that \p claims does not support into claimed primitives (iterating
 /// until legal), compacts \p g and returns the dispatch report (rewritten counts describe the
 /// nodes replaced, native counts the nodes of the legal result). Leaves (Input, Param, Constant)

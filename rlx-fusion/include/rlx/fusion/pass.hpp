@@ -11,6 +11,7 @@
 #pragma once
 
 #include "rlx/ir/claims.hpp"
+#include "rlx/ir/decompose.hpp"
 #include "rlx/ir/graph.hpp"
 #include "rlx/ir/reference.hpp"
 
@@ -45,9 +46,10 @@ struct PassOptions {
   /// bodies) is not folded, so one fold stays well under 10 ms in the reference interpreter
   /// (rlx-compile/DESIGN.md has the measurements).
   std::int64_t fold_max_work = std::int64_t{1} << 20;
-  /// lower-control-flow: a While whose unrolled copy would exceed this many nodes is an error
-  /// rather than a silent explosion of the graph.
-  std::int64_t unroll_max_nodes = 1 << 20;
+  /// legalize, lower-control-flow, lower-dot-general and unfuse: the limits the decompositions
+  /// honour (a While whose unrolled copy would exceed DecomposeOptions::unroll_max_nodes nodes is
+  /// an error rather than a silent explosion of the graph).
+  ir::DecomposeOptions decompose;
   /// legalize-broadcast: which implicit broadcasts to materialise.
   BroadcastPolicy broadcast = BroadcastPolicy::implicit;
 };

@@ -1,0 +1,49 @@
+// families.hpp: the decomposition table's registration point and helpers shared by the family files
+// (private to rlx-ir).
+//
+// Adding decompositions for a new family of ops: write src/decompose/<family>.cpp defining
+// add_<family>_decompositions(), declare it below, and call it once in table.cpp. An op may be set
+// by one family only (a second set() throws, so two helpers cannot silently override each other).
+#pragma once
+
+#include "rlx/ir/decompose.hpp"
+
+#include <array>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rlx::ir::decompose_detail {
+
+using Opts = DecomposeOptions;
+
+/// The decompositions of every op kind, preferred first.
+class DecompositionTable {
+public:
+  /// Sets the forms of op \p k, preferred first. Throws rlx::Error when \p k already has forms.
+  void set(OpKind k, std::initializer_list<Decomposition> forms);
+  /// The forms of op \p k (empty when it has none).
+  std::span<const Decomposition> get(OpKind k) const { return forms_[static_cast<std::size_t>(k)]; }
+
+private:
+  std::array<std::vector<Decomposition>, kNumOps> forms_;
+};
+
+/// A scalar Constant \p v of \p like's element type.
+NodeId scalar_like(Builder& b, NodeId like, double v);
+/// A copy of node \p id (emitting may reallocate the node list, so never hold a reference).
+Node node_copy(Builder& b, NodeId id);
+/// True when \p id is of a float type; otherwise sets \p why.
+bool float_node(Builder& b, NodeId id, std::string& why);
+
+// One function per family, each in src/decompose/<family>.cpp.
+void add_elementwise_decompositions(DecompositionTable& t);
+void add_normalization_decompositions(DecompositionTable& t);
+void add_attention_decompositions(DecompositionTable& t);
+void add_movement_decompositions(DecompositionTable& t);
+void add_quantization_decompositions(DecompositionTable& t);
+void add_linalg_decompositions(DecompositionTable& t);
+void add_control_flow_decompositions(DecompositionTable& t);
+
+} // namespace rlx::ir::decompose_detail

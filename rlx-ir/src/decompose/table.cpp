@@ -1,0 +1,91 @@
+// table.cpp: the registration point of the decomposition table, and its public lookups.
+#include "families.hpp"
+
+#include "rlx/ir/error.hpp"
+
+namespace rlx::ir {
+
+namespace decompose_detail {
+
+void DecompositionTable::set(OpKind k, std::initializer_list<Decomposition> forms) {
+  auto& slot = forms_[static_cast<std::size_t>(k)];
+  if (!slot.empty())
+    throw Error("decompositions: " + std::string(op_name(k)) + " is registered twice (first form " +
+                std::string(slot.front().name) + ")");
+  slot.assign(forms.begin(), forms.end());
+}
+
+NodeId scalar_like(Builder& b, NodeId like, double v) {
+  return b.scalar(v, b.shape(like).dtype);
+}
+
+Node node_copy(Builder& b, NodeId id) {
+  return b.graph().node(id);
+}
+
+bool float_node(Builder& b, NodeId id, std::string& why) {
+  if (is_float(b.shape(id).dtype))
+    return true;
+  why = "defined for float types only, not " + std::string(dtype_name(b.shape(id).dtype));
+  return false;
+}
+
+namespace {
+
+DecompositionTable make_table() {
+  DecompositionTable t;
+  add_elementwise_decompositions(t);
+  add_normalization_decompositions(t);
+  add_attention_decompositions(t);
+  add_movement_decompositions(t);
+  add_quantization_decompositions(t);
+  add_linalg_decompositions(t);
+  add_control_flow_decompositions(t);
+  return t;
+}
+
+} // namespace
+
+} // namespace decompose_detail
+
+NodeId full_constant(Builder& b, const Shape& type, double v) {
+  Tensor t(type);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.set_f64(i, v);
+  return b.constant(std::move(t));
+}
+
+std::span<const Decomposition> decompositions(OpKind k) {
+  static const decompose_detail::DecompositionTable table = decompose_detail::make_table();
+  return table.get(k);
+}
+
+bool has_decomposition(OpKind k) {
+  return !decompositions(k).empty();
+}
+
+NodeId decompose(Builder& b, NodeId id, const DecomposeOptions& opts, std::string& why) {
+  const OpKind k = b.graph().node(id).op;
+  const auto forms = decompositions(k);
+  if (forms.empty()) {
+    why = "no decomposition into other ops";
+    return {};
+  }
+  std::string reasons;
+  for (const Decomposition& d : forms) {
+    std::string reason;
+    NodeId r;
+    try {
+      r = d.fn(b, id, opts, reason);
+    } catch (const ShapeError& e) {
+      reason = e.what();
+    }
+    if (r.valid())
+      return r;
+    reasons += (reasons.empty() ? "" : "; ") + reason;
+  }
+  why = reasons;
+  return {};
+}
+
+} // namespace rlx::ir
