@@ -4,6 +4,7 @@
 
 #include "rlx/ir/verify.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -63,18 +64,25 @@ std::vector<NodeId> clip_by_global_norm(ir::Builder& b, std::span<const NodeId> 
                                         double max_norm) {
   if (grads.empty())
     return {};
+  // The norm accumulates in f64 when any gradient is f64, else in f32 (f16 / bf16 widen).
+  ir::DType acc = ir::DType::f32;
+  for (NodeId g : grads)
+    if (b.shape(g).dtype == ir::DType::f64)
+      acc = ir::DType::f64;
   NodeId total;
   for (NodeId g : grads) {
     const auto rank = static_cast<std::int64_t>(b.shape(g).rank());
     std::vector<std::int64_t> axes;
     for (std::int64_t a = 0; a < rank; ++a)
       axes.push_back(a);
-    NodeId sq = as_dtype(b, b.mul(g, g), ir::DType::f32);
+    NodeId wide = as_dtype(b, g, acc);
+    NodeId sq = b.mul(wide, wide);
     NodeId part = rank == 0 ? sq : b.sum(sq, axes);
     total = total.valid() ? b.add(total, part) : part;
   }
   NodeId norm = b.sqrt(total);
-  NodeId coef = b.minimum(b.scalar(1.0), b.div(b.scalar(max_norm), b.add(norm, b.scalar(1e-6))));
+  NodeId coef = b.minimum(b.scalar(1.0, acc),
+                          b.div(b.scalar(max_norm, acc), b.add(norm, b.scalar(1e-6, acc))));
   std::vector<NodeId> out;
   for (NodeId g : grads)
     out.push_back(b.mul(g, as_dtype(b, coef, b.shape(g).dtype)));
@@ -84,7 +92,7 @@ std::vector<NodeId> clip_by_global_norm(ir::Builder& b, std::span<const NodeId> 
 std::vector<std::pair<std::string, NodeId>> append_update(ir::Builder& b, const OptimizerSpec& spec,
                                                           const std::string& name, NodeId p,
                                                           NodeId grad, NodeId lr, NodeId step) {
-  const ir::Shape& type = b.shape(p);
+  const ir::Shape type = b.shape(p); // a copy: adding nodes moves the node list
   const ir::DType t = type.dtype;
   auto c = [&](double v) { return b.scalar(v, t); };
   const NodeId lr_t = as_dtype(b, lr, t);
@@ -132,7 +140,7 @@ ir::Graph with_loss(const ir::Graph& model, Loss loss, std::size_t output) {
   g.set_aliases({});
   ir::Builder b(g);
   const NodeId y = g.outputs()[output];
-  const ir::Shape& t = g.shape(y);
+  const ir::Shape t = g.shape(y); // a copy: adding nodes moves the node list
   if (!ir::is_float(t.dtype))
     throw TrainingCompileError("with_loss: output " + std::to_string(output) + " is " + t.str() +
                                ", not a float tensor");

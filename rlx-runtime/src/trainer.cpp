@@ -4,6 +4,7 @@
 #include "rlx/runtime/safetensors.hpp"
 #include "rlx/runtime/session.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 

@@ -147,7 +147,9 @@ struct Train {
     const auto t_compile = std::chrono::steady_clock::now();
     runtime::Trainer trainer =
         session.compile_training(compile::with_loss(net, compile::Loss::softmax_cross_entropy), to);
-    runtime::Executable infer = session.compile(net, {.weights = trainer.weights()});
+    runtime::CompileOptions shared; // the inference executable reads the trainer's weights
+    shared.weights = trainer.weights();
+    runtime::Executable infer = session.compile(net, shared);
     if (!resume.empty()) {
       trainer.load(resume);
     } else if (!init.empty()) {
@@ -171,6 +173,11 @@ struct Train {
       }
       trainer.set_params(start);
     }
+    // Compile the step for the batch size now (not on the first step), so the timings below
+    // separate compilation from training.
+    trainer.step_executable().prepare({{"batch", batch}});
+    if (test.x.numel() > 0)
+      infer.prepare({{"batch", test.rows()}});
     const double compile_ms = ms_since(t_compile);
 
     auto evaluate = [&](std::int64_t step, double train_loss, double elapsed_ms) {
@@ -239,6 +246,15 @@ struct Train {
         {"step_ms_mean", step_ms / static_cast<double>(std::max<std::int64_t>(taken, 1))},
         {"samples_per_s",
          train_ms > 0 ? static_cast<double>(taken * batch) / (train_ms / 1000) : 0.0}};
+    // The step's memory plan: arena against the planner's lower bound (temporaries), and the
+    // pinned regions (params, inputs, outputs; weights live in the region, not the arena).
+    for (const runtime::VariantInfo* v : trainer.step_executable().variants()) {
+      const ir::MemoryPlan& p = v->compiled->result.lir.plan();
+      done["step_arena_bytes"] = p.arena_size;
+      done["step_lower_bound_bytes"] = p.lower_bound;
+      done["step_pinned_bytes"] = p.pinned_bytes;
+      done["step_device_bytes"] = v->device_bytes;
+    }
     if (json)
       std::cout << done.dump() << std::endl;
     else
@@ -246,6 +262,11 @@ struct Train {
                 << " (compile " << format_ms(compile_ms) << ", "
                 << static_cast<std::int64_t>(done["samples_per_s"].get<double>()) << " samples/s)"
                 << (save.empty() ? "" : ", saved to " + save) << std::endl;
+    if (!json && done.contains("step_arena_bytes"))
+      std::cout << "step arena " << format_bytes(done["step_arena_bytes"].get<std::int64_t>())
+                << " (lower bound "
+                << format_bytes(done["step_lower_bound_bytes"].get<std::int64_t>()) << ")"
+                << std::endl;
     return 0;
   }
 };

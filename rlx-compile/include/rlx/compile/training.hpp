@@ -57,7 +57,8 @@ struct AdamW {
 struct OptimizerSpec {
   std::variant<Sgd, AdamW> rule = Sgd{};
   /// Scale every gradient by min(1, clip_grad_norm / (||g||_2 + 1e-6)) over all gradients
-  /// together (torch.nn.utils.clip_grad_norm_); 0 = no clipping.
+  /// together (torch.nn.utils.clip_grad_norm_; the norm accumulates in f64 when a gradient is f64,
+  /// else in f32); 0 = no clipping.
   double clip_grad_norm = 0;
 };
 
