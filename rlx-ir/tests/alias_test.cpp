@@ -68,7 +68,7 @@ TEST(Alias, TakesPartInHashAndEquality) {
 TEST(Alias, BindKeepsAliases) {
   Graph g("sym");
   Builder b(g);
-  NodeId w = b.param("w", Shape({Dim("n")}));
+  NodeId w = b.param("w", Shape({Dim::sym("n")}));
   g.set_outputs({b.neg(w)});
   g.add_alias(0, "w");
   Graph bound = g.bind({{"n", 5}});
