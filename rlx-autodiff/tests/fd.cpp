@@ -271,8 +271,8 @@ void compare(FdResult& res, const std::vector<Tensor>& got, std::size_t got_at,
         continue;
       }
       double fd2 = (yp2[o].get_f64(e) - ym2[o].get_f64(e)) / (4 * h);
-      double err = std::fabs(g.get_f64(e) - fd) / (std::max(1.0, std::fabs(fd)) +
-                                                   1e6 * std::fabs(fd - fd2));
+      double err =
+          std::fabs(g.get_f64(e) - fd) / (std::max(1.0, std::fabs(fd)) + 1e6 * std::fabs(fd - fd2));
       if (!(err <= res.max_err)) {
         res.max_err = std::isnan(err) ? INFINITY : err;
         std::ostringstream os;

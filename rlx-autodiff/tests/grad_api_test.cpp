@@ -279,6 +279,37 @@ TEST(GradWithLoss, SplitAndGet) {
   expect_fd(g, {{"x", random(t, 8)}}, {});
 }
 
+TEST(GradWithLoss, WhileIsUnrolledByThePrepass) {
+  // carries (i, x, w): while i < 3: (i + 1, tanh(x * w) + x, w); the loop's value is x
+  Shape t = Shape::of({4}, DType::f64), it = Shape::scalar(DType::i64);
+  Graph cond("cond"), body("body");
+  {
+    Builder b(cond);
+    NodeId i = b.input("i", it);
+    b.input("x", t);
+    b.input("w", t);
+    b.output(b.compare(ir::CmpOp::lt, i, b.scalar(3, DType::i64)));
+  }
+  {
+    Builder b(body);
+    NodeId i = b.input("i", it), x = b.input("x", t), w = b.input("w", t);
+    b.output(b.add(i, b.scalar(1, DType::i64)));
+    b.output(b.add(b.tanh(b.mul(x, w)), x));
+    b.output(w);
+  }
+  Graph g;
+  Builder b(g);
+  NodeId i0 = b.input("i0", it);
+  NodeId x = b.input("x", t), w = b.param("w", t);
+  b.output(b.while_({i0, x, w}, cond, body, 5, 1));
+  Graph gg = autodiff::grad_with_loss(autodiff::testing::weighted_sum_loss(g, 1).loss,
+                                      autodiff::float_params(g));
+  EXPECT_EQ(count(gg, OpKind::While), 0u);
+  for (std::int64_t start : {0, 2, 4}) // 3, 1 and 0 iterations
+    expect_fd(g, {{"i0", Tensor::scalar<std::int64_t>(start)}, {"x", random(t, 12)}},
+              {{"w", random(t, 13)}});
+}
+
 TEST(GradWithLoss, HirBlocksAreLoweredFirst) {
   Graph g;
   Builder b(g);

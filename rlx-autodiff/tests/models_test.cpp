@@ -1,7 +1,9 @@
 // models_test.cpp: whole-model gradients against finite differences in f64 on a sampled subset of
 // every parameter: an MLP with an MSE loss, a one-layer BERT-mini (embedding, LayerNorm, the HIR
 // BertLayer with a padding mask, classifier, cross-entropy) and a LLaMA block with GQA (HIR
-// LlamaBlock: RMSNorm, RoPE, causal attention, SwiGLU; then RMSNorm, LM head, cross-entropy).
+// LlamaBlock: RMSNorm, RoPE, causal attention, SwiGLU; then RMSNorm, LM head, cross-entropy);
+// and their Hessian-vector products (hvp, forward over reverse) against differences of the
+// gradient.
 #include "fd.hpp"
 
 #include "rlx/ir/builder.hpp"
@@ -71,6 +73,16 @@ Values values_for(const Graph& g, std::int64_t int_bound, std::uint64_t seed) {
   return v;
 }
 
+/// The hvp check of a graph whose one output is the scalar loss: H v against central differences
+/// of the gradient along v (every parameter).
+void expect_model_hvp(const Graph& g, std::int64_t int_bound) {
+  Values v = values_for(g, int_bound, 43);
+  auto r = autodiff::testing::check_hvp(g, v.inputs, v.params, autodiff::float_params(g));
+  EXPECT_LE(r.max_err, 1e-6) << g.name() << ": " << r.worst;
+  EXPECT_GT(r.checked, 0);
+  EXPECT_LE(r.kinks, 1 + r.checked / 1000);
+}
+
 /// The FD check of a graph whose one output is already the scalar loss.
 void expect_model_gradients(const Graph& g, std::int64_t int_bound, std::int64_t per_param) {
   WeightedLoss l;
@@ -109,6 +121,7 @@ TEST(ModelGradients, Mlp) {
   NodeId d = b.sub(y, t);
   b.output(b.mean(b.mul(d, d), {}));
   expect_model_gradients(g, 1, 12);
+  expect_model_hvp(g, 1);
 }
 
 TEST(ModelGradients, BertMiniOneLayer) {
@@ -133,6 +146,7 @@ TEST(ModelGradients, BertMiniOneLayer) {
                    a);
   b.output(xent_head(b, x, B * S, H, classes));
   expect_model_gradients(g, classes, 6);
+  expect_model_hvp(g, classes);
 }
 
 TEST(ModelGradients, LlamaBlockGqa) {
@@ -155,6 +169,7 @@ TEST(ModelGradients, LlamaBlockGqa) {
   x = b.rms_norm(x, p("final_norm", {H}), 1e-6);
   b.output(xent_head(b, x, B * S, H, vocab));
   expect_model_gradients(g, vocab, 6);
+  expect_model_hvp(g, vocab);
 }
 
 } // namespace

@@ -41,10 +41,11 @@ struct Wrt {
 /// \returns every float Param of \p g, in list order (the usual wrt of a training step).
 std::vector<Wrt> float_params(const ir::Graph& g);
 
-/// The AD pre-pass: lowers HIR block ops to MIR primitives (lower_hir). Every other op reaches
-/// the walk and is differentiated by its rule (fused ops by their decomposition, If by a VJP If,
-/// CustomFn by its VJP body or its inlined body). \returns a verified graph with the same
-/// interface (inputs, params, outputs).
+/// The AD pre-pass: lowers HIR block ops to MIR primitives (lower_hir), then replaces every
+/// float-valued op that has no VJP rule but has a decomposition in rlx-ir's table (While as a
+/// bounded unroll, fused ops) by that decomposition. Every other op reaches the walk and is
+/// differentiated by its rule (If by a VJP If, CustomFn by its VJP body or its inlined body).
+/// \returns a verified graph with the same interface (inputs, params, outputs).
 ir::Graph prepare_graph_for_ad(const ir::Graph& g);
 
 /// Reverse-mode gradient of the scalar loss \p opts.loss_output of \p forward with respect to each
