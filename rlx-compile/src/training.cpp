@@ -2,6 +2,8 @@
 // host-side learning-rate schedules.
 #include "rlx/compile/training.hpp"
 
+#include "rlx/autodiff/grad.hpp"
+
 #include "rlx/ir/verify.hpp"
 
 #include <algorithm>

@@ -14,7 +14,6 @@
 // itself is evaluated host-side (LrSchedule). The optimizers follow torch.optim's definitions.
 #pragma once
 
-#include "rlx/autodiff/grad.hpp"
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
@@ -128,7 +127,8 @@ struct TrainingGraph {
 
 /// Builds the training step of \p model (grad_with_loss, then clipping and the updates, one
 /// graph: the forward's values are computed once and read by the backward). Throws
-/// TrainingCompileError or autodiff::AutodiffError with a one-line reason.
+/// TrainingCompileError or autodiff::AutodiffError (rlx/autodiff/grad.hpp) with a one-line
+/// reason.
 TrainingGraph build_training_graph(const ir::Graph& model, const TrainingOptions& opts = {});
 
 /// A compiled training step.
