@@ -50,6 +50,104 @@ Storage owner_storage(const ir::Graph& g, const detail::Liveness& lv, NodeId id)
   return lv.output_root[id.v] ? Storage::output : Storage::temp;
 }
 
+/// The in-place updates of a graph (Graph::aliases) resolved to nodes: writer[n] is the Param that
+/// node n's kernel writes in place (invalid for every other node).
+struct Aliases {
+  std::vector<NodeId> writes; ///< by node id: the updated Param, or invalid
+  bool any = false;
+};
+
+/// Whether \p w may write its result over operand \p operand while reading it: an elementwise or
+/// broadcasting op reads element i of a same-sized operand only to produce element i.
+bool elementwise_over(const ir::Graph& g, NodeId w, NodeId operand) {
+  const ir::FusionKind k = ir::op_info(g.node(w).op).fusion;
+  return (k == ir::FusionKind::elementwise || k == ir::FusionKind::broadcast) &&
+         g.shape(operand).numel() == g.shape(w).numel() &&
+         g.shape(operand).dtype == g.shape(w).dtype;
+}
+
+/// Resolves Graph::aliases and orders the schedule so each in-place write comes after every other
+/// read of the Param it updates: the nodes that do not depend on an updated value run first (in
+/// list order), then the writers and what depends on them. Throws Error when no order can work
+/// (a node reads a Param's old value but depends on an updated one, the writer is a leaf or a
+/// view, or reads the Param other than elementwise).
+Aliases resolve_aliases(const ir::Graph& g, std::vector<NodeId>& schedule) {
+  Aliases a;
+  a.writes.assign(g.size(), NodeId{});
+  std::vector<NodeId> param_of; // the aliased Params, for the reader check
+  for (const ir::OutputAlias& al : g.aliases()) {
+    const std::string what = "plan_memory: output " + std::to_string(al.output) +
+                             " updates param '" + al.param + "' in place";
+    if (al.output >= g.outputs().size())
+      throw Error(what + ", but the graph has " + std::to_string(g.outputs().size()) + " outputs");
+    const NodeId p = g.find_leaf(al.param, true);
+    if (!p.valid())
+      throw Error(what + ", but the graph has no such param");
+    const NodeId w = g.outputs()[al.output];
+    if (w == p)
+      continue; // the param unchanged: nothing to write
+    if (ir::is_leaf(g.node(w).op) || is_pure_view(g, w))
+      throw Error(what + ", but the output is " + ir::describe(g, w) +
+                  " (a leaf or a view runs no kernel that could write the param)");
+    if (a.writes[w.v].valid())
+      throw Error(what + ", but " + ir::describe(g, w) + " already updates another param");
+    a.writes[w.v] = p;
+    a.any = true;
+  }
+  if (!a.any)
+    return a;
+  // Nodes downstream of a writer (the writers included) run last.
+  std::vector<char> late(g.size(), 0);
+  for (NodeId id : g.ids()) {
+    late[id.v] = a.writes[id.v].valid();
+    for (NodeId in : g.node(id).inputs)
+      late[id.v] = late[id.v] || late[in.v];
+  }
+  schedule.clear();
+  for (int pass = 0; pass < 2; ++pass)
+    for (NodeId id : g.ids())
+      if (late[id.v] == pass)
+        schedule.push_back(id);
+  // The buffer each node's value lives in (views resolve to their root).
+  std::vector<NodeId> root(g.size());
+  for (NodeId id : g.ids())
+    root[id.v] = is_pure_view(g, id) ? root[g.node(id).inputs[0].v] : id;
+  std::vector<NodeId> writer_of(g.size()); // by Param id
+  for (NodeId id : g.ids())
+    if (a.writes[id.v].valid())
+      writer_of[a.writes[id.v].v] = id;
+  for (NodeId id : g.ids()) {
+    if (is_pure_view(g, id))
+      continue; // views read nothing themselves; their readers are checked
+    for (NodeId in : g.node(id).inputs) {
+      const NodeId p = root[in.v];
+      const NodeId w = writer_of[p.v];
+      if (!w.valid())
+        continue;
+      if (id == w) {
+        if (in != p || !elementwise_over(g, w, p))
+          throw Error("plan_memory: " + ir::describe(g, w) + " updates param '" +
+                      g.node(p).attr<ir::LeafAttrs>().name +
+                      "' in place but reads it other than elementwise");
+        continue;
+      }
+      if (late[id.v])
+        throw Error("plan_memory: " + ir::describe(g, id) + " reads param '" +
+                    g.node(p).attr<ir::LeafAttrs>().name +
+                    "' but depends on an in-place update, so it would run after " +
+                    ir::describe(g, w) + " overwrote the param");
+    }
+  }
+  for (std::size_t i = 0; i < g.outputs().size(); ++i) {
+    const NodeId p = root[g.outputs()[i].v];
+    if (writer_of[p.v].valid())
+      throw Error("plan_memory: output " + std::to_string(i) + " is param '" +
+                  g.node(p).attr<ir::LeafAttrs>().name +
+                  "' (or a view of it), which the graph also updates in place");
+  }
+  return a;
+}
+
 } // namespace
 
 bool is_pure_view(const ir::Graph& g, ir::NodeId id) {
@@ -98,6 +196,7 @@ ir::MemoryPlan plan_memory(const ir::Graph& g, const PlanOptions& opts) {
   ir::MemoryPlan plan;
   plan.alignment = align;
   plan.schedule = g.ids();
+  const Aliases aliases = resolve_aliases(g, plan.schedule);
   const detail::Liveness lv = detail::analyze_liveness(g, plan.schedule);
   plan.assignments.resize(g.size());
 
@@ -106,7 +205,8 @@ ir::MemoryPlan plan_memory(const ir::Graph& g, const PlanOptions& opts) {
     if (lv.view[id.v])
       continue;
     ir::BufferSlot& s = plan.assignments[id.v];
-    s.storage = owner_storage(g, lv, id);
+    s.storage =
+        aliases.any && aliases.writes[id.v].valid() ? Storage::aliased : owner_storage(g, lv, id);
     s.bytes = s.storage == Storage::none ? 0 : g.shape(id).bytes();
   }
 
@@ -121,6 +221,13 @@ ir::MemoryPlan plan_memory(const ir::Graph& g, const PlanOptions& opts) {
       cursor = ir::checked_add(cursor, aligned_bytes(s.bytes, align), "plan_memory: arena size");
     }
   plan.pinned_bytes = cursor;
+  // An in-place update's buffer is its Param's.
+  for (NodeId id : plan.schedule)
+    if (plan.assignments[id.v].storage == Storage::aliased) {
+      const NodeId p = aliases.writes[id.v];
+      plan.assignments[id.v].offset = plan.assignments[p.v].offset;
+      plan.assignments[id.v].view_of = p;
+    }
 
   // Temporaries and kernel scratch share the rest by liveness.
   std::vector<detail::HeapBuffer> bufs;

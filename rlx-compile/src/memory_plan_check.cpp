@@ -102,6 +102,19 @@ void check_memory_plan(const ir::Graph& g, const ir::MemoryPlan& plan) {
              std::to_string(r.offset) + ", " + std::to_string(r.offset + r.bytes) + ")");
       continue;
     }
+    if (s.storage == Storage::aliased) {
+      // Written over the Param it updates (Graph::aliases); the Param's extent covers it.
+      const NodeId p = s.view_of;
+      bool declared = false;
+      for (const ir::OutputAlias& a : g.aliases())
+        declared = declared || (a.output < g.outputs().size() && g.outputs()[a.output] == id &&
+                                p.valid() && g.find_leaf(a.param, true) == p);
+      if (!declared)
+        fail(who + " has aliased storage but no graph alias makes it update " + ir::describe(g, p));
+      if (s.offset != plan.slot(p).offset || s.bytes != plan.slot(p).bytes)
+        fail(who + " should lie on the slot of " + ir::describe(g, p) + " it updates");
+      continue;
+    }
     if (lv.view[id.v] && lv.needed[id.v])
       fail(who + " is a pure view (backends emit no kernel for it) but owns a buffer");
     if (s.bytes != g.shape(id).bytes())
@@ -134,6 +147,21 @@ void check_memory_plan(const ir::Graph& g, const ir::MemoryPlan& plan) {
     in_arena(who, sc.offset, sc.bytes);
     std::int32_t step = lv.pos[sc.node.v];
     extents.push_back({sc.offset, sc.offset + sc.bytes, step, step, sc.node, true});
+  }
+
+  // An in-place update runs after every other read of the Param it overwrites.
+  for (NodeId w : plan.schedule) {
+    if (plan.slot(w).storage != Storage::aliased)
+      continue;
+    const NodeId p = plan.slot(w).view_of;
+    for (NodeId id : plan.schedule) {
+      if (id == w || lv.view[id.v] || !lv.needed[id.v])
+        continue;
+      for (NodeId in : g.node(id).inputs)
+        if (lv.root[in.v] == p && lv.pos[id.v] > lv.pos[w.v])
+          fail(ir::describe(g, id) + " reads " + ir::describe(g, p) + " after " +
+               ir::describe(g, w) + " updated it in place");
+    }
   }
 
   // Every pair of extents that share a byte must not share a step. Sorted by start offset, only

@@ -116,7 +116,11 @@ CompileResult CompilePipeline::run(const ir::Module& m) const {
     else
       pm.add(registry, name);
   }
+  // In-place updates name an output index and a Param, which the passes keep (they preserve
+  // the interface); graphs rebuilt by a pass start without them, so they are restored here.
+  std::vector<ir::OutputAlias> aliases(g.aliases().begin(), g.aliases().end());
   pm.run(g, ctx);
+  g.set_aliases(std::move(aliases));
 
   try {
     ir::verify(g, ir::VerifyOptions{.allow_hir = false});

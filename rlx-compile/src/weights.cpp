@@ -246,6 +246,23 @@ std::byte* WeightRegion::storage(const std::string& name, const ir::Shape& shape
   return e.data;
 }
 
+std::byte* WeightRegion::storage_for_update(const std::string& name, const ir::Shape& shape) {
+  std::lock_guard lock(mutex_);
+  Entry& e = create(name, shape, "bind for update");
+  ensure_storage(e);
+  make_writable(e);
+  return e.data;
+}
+
+void WeightRegion::updated_in_place(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  Entry& e = entry(name, "updated_in_place");
+  e.valid = true;
+  e.held = true;
+  for (const auto& u : e.derived)
+    u.copy->refresh(e.data);
+}
+
 void WeightRegion::add_plain_reader(const std::string& name, const void* reader) {
   std::lock_guard lock(mutex_);
   Entry& e = entry(name, "add_plain_reader");

@@ -156,6 +156,19 @@ void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
       arena_bytes_ -= plan.slot(id).bytes;
   }
 
+  // In-place updates (Graph::aliases): the writer's kernel writes the Param's bytes in the region,
+  // which this executable therefore reads plainly and makes writable.
+  for (ir::NodeId id : g.ids()) {
+    const ir::BufferSlot& s = plan.slot(id);
+    if (s.storage != ir::Storage::aliased)
+      continue;
+    const std::string& name = g.node(s.view_of).attr<ir::LeafAttrs>().name;
+    param_addr_[id.v] = weights_->storage_for_update(name, g.shape(id));
+    param_addr_[s.view_of.v] = param_addr_[id.v];
+    ++plain_reads_[s.view_of.v];
+    updated_.push_back(name);
+  }
+
   pool_ = std::make_unique<tbb::task_arena>(threads_);
   stream_ = std::make_unique<dnnl::stream>(onednn::engine());
   ctx_ = ExecContext{pool_.get(), stream_.get(), threads_};
@@ -345,6 +358,9 @@ void CpuExecutable::execute() {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   profiled_runs_ += profiling_ ? 1 : 0;
+  // Weights updated in place: their derived copies (packed GEMM layouts) follow.
+  for (const std::string& name : updated_)
+    weights_->updated_in_place(name);
 }
 
 void CpuExecutable::set_profiling(bool on) {

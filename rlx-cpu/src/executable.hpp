@@ -94,6 +94,7 @@ private:
   std::vector<const void*> used_copies_; ///< region copies counted in packed_bytes_
   std::vector<std::byte*> param_addr_;   ///< by node id: a Param's bytes in the region
   std::vector<int> plain_reads_;         ///< by node id, while lowering: plain Param reads
+  std::vector<std::string> updated_;     ///< Params this executable updates in place
   const ir::Graph* building_ = nullptr;  ///< the graph, while the constructor lowers it
   std::map<std::string, Leaf> inputs_;
   std::map<std::string, Leaf> params_;

@@ -114,6 +114,12 @@ void Graph::set_outputs(std::vector<NodeId> outs) {
     ++output_uses_[o.v];
 }
 
+void Graph::add_alias(std::size_t output, std::string param) {
+  if (output > UINT32_MAX)
+    throw Error("add_alias: output index " + std::to_string(output) + " is out of range");
+  aliases_.push_back({static_cast<std::uint32_t>(output), std::move(param)});
+}
+
 void Graph::add_output(NodeId id) {
   check_id(id, "add_output");
   outputs_.push_back(id);
@@ -305,6 +311,7 @@ Graph Graph::bind(const Bindings& b) const {
     out.add(nd.op, nd.inputs, std::move(a), nd.name);
   }
   out.set_outputs(outputs_);
+  out.aliases_ = aliases_;
   return out;
 }
 
@@ -386,11 +393,16 @@ std::uint64_t Graph::hash() const {
   hs.mix(outputs_.size());
   for (NodeId o : outputs_)
     hs.mix(o.v);
+  hs.mix(aliases_.size());
+  for (const OutputAlias& a : aliases_) {
+    hs.mix(a.output);
+    hs.str(a.param);
+  }
   return hs.h;
 }
 
 bool operator==(const Graph& a, const Graph& b) {
-  if (a.nodes_.size() != b.nodes_.size() || a.outputs_ != b.outputs_)
+  if (a.nodes_.size() != b.nodes_.size() || a.outputs_ != b.outputs_ || a.aliases_ != b.aliases_)
     return false;
   for (std::size_t i = 0; i < a.nodes_.size(); ++i) {
     const Node& x = a.nodes_[i];

@@ -126,7 +126,14 @@ json graph_json(const Graph& g) {
   json outs = json::array();
   for (NodeId o : g.outputs())
     outs.push_back(o.v);
-  return json{{"name", g.name()}, {"nodes", std::move(nodes)}, {"outputs", std::move(outs)}};
+  json j{{"name", g.name()}, {"nodes", std::move(nodes)}, {"outputs", std::move(outs)}};
+  if (!g.aliases().empty()) { // absent when empty, so graphs without aliases read as before
+    json al = json::array();
+    for (const OutputAlias& a : g.aliases())
+      al.push_back(json{{"output", a.output}, {"param", a.param}});
+    j["aliases"] = std::move(al);
+  }
+  return j;
 }
 
 // ---- reading
@@ -143,7 +150,7 @@ class Reader {
 public:
   Graph graph(const json& j, const std::string& path, int depth) {
     expect_object(j, path, "a graph object");
-    check_keys(j, path, {"format", "version", "name", "nodes", "outputs"});
+    check_keys(j, path, {"format", "version", "name", "nodes", "outputs", "aliases"});
     Graph g(j.contains("name") ? string(j["name"], join(path, "name")) : std::string("main"));
     if (!j.contains("nodes"))
       fail(path, "missing key 'nodes'");
@@ -162,6 +169,22 @@ public:
     for (std::size_t i = 0; i < j["outputs"].size(); ++i)
       outs.push_back(node_ref(j["outputs"][i], at_index(opath, i), g.size()));
     g.set_outputs(std::move(outs));
+    if (j.contains("aliases")) {
+      const std::string apath = join(path, "aliases");
+      if (!j["aliases"].is_array())
+        fail(apath, "expected an array of {output, param} objects");
+      for (std::size_t i = 0; i < j["aliases"].size(); ++i) {
+        const json& a = j["aliases"][i];
+        const std::string ap = at_index(apath, i);
+        expect_object(a, ap, "an {output, param} object");
+        check_keys(a, ap, {"output", "param"});
+        if (!a.contains("output") || !a["output"].is_number_unsigned())
+          fail(ap, "expected 'output': a non-negative integer");
+        if (!a.contains("param"))
+          fail(ap, "missing key 'param'");
+        g.add_alias(a["output"].get<std::size_t>(), string(a["param"], join(ap, "param")));
+      }
+    }
     try {
       verify(g);
     } catch (const VerifyError& e) {
@@ -493,7 +516,10 @@ std::string save_json(const Graph& g) {
     const json& nodes = j["nodes"];
     for (std::size_t i = 0; i < nodes.size(); ++i)
       out += (i ? ",\n  " : "\n  ") + nodes[i].dump();
-    out += "],\n\"outputs\": " + j["outputs"].dump() + "}\n";
+    out += "],\n\"outputs\": " + j["outputs"].dump();
+    if (j.contains("aliases"))
+      out += ",\n\"aliases\": " + j["aliases"].dump();
+    out += "}\n";
     return out;
   } catch (const json::exception& e) {
     throw Error(std::string("save_json: ") + e.what() + " (names must be valid UTF-8)");

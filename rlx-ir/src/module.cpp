@@ -35,6 +35,8 @@ std::string_view storage_name(Storage s) {
     return "temp";
   case Storage::view:
     return "view";
+  case Storage::aliased:
+    return "aliased";
   }
   return "?";
 }

@@ -550,6 +550,15 @@ private:
       while (accept(','));
     }
     g.set_outputs(std::move(outs));
+    if (accept_keyword("aliasing")) {
+      do {
+        std::int64_t o = integer("an output index");
+        if (o < 0)
+          fail(pos_, "an output index must not be negative");
+        expect('=', "between an output index and the param it updates");
+        g.add_alias(static_cast<std::size_t>(o), name_or_string("a param name"));
+      } while (accept(','));
+    }
     expect('}', "to close the graph body");
     try {
       verify(g);

@@ -23,6 +23,11 @@ public:
     out += pad + "return";
     for (std::size_t i = 0; i < g.outputs().size(); ++i)
       out += (i ? ", %" : " %") + std::to_string(g.outputs()[i].v);
+    for (std::size_t i = 0; i < g.aliases().size(); ++i) {
+      const OutputAlias& a = g.aliases()[i];
+      out += (i ? ", " : " aliasing ") + std::to_string(a.output) + " = " +
+             detail::ident_or_quote(a.param);
+    }
     out += '\n' + std::string(static_cast<std::size_t>(indent), ' ') + "}";
   }
 

@@ -31,9 +31,35 @@ public:
                           " of the tuple type " + g_.shape(o).str() +
                           "; a graph output must be a tensor (return its parts through get)");
     }
+    aliases();
   }
 
 private:
+  /// Each in-place update names an existing output and an existing Param of the output's type,
+  /// and no output or Param is updated twice.
+  void aliases() const {
+    std::set<std::uint32_t> outs;
+    std::set<std::string> params;
+    for (const OutputAlias& a : g_.aliases()) {
+      const std::string what =
+          "alias of output " + std::to_string(a.output) + " to param '" + a.param + "': ";
+      if (a.output >= g_.outputs().size())
+        throw VerifyError(where() + what + "the graph has " + std::to_string(g_.outputs().size()) +
+                          " outputs");
+      NodeId p = g_.find_leaf(a.param, true);
+      if (!p.valid())
+        throw VerifyError(where() + what + "the graph has no param of that name");
+      NodeId o = g_.outputs()[a.output];
+      if (!(g_.shape(o) == g_.shape(p)))
+        throw VerifyError(where() + what + "the output " + describe(g_, o) + " has type " +
+                          g_.shape(o).str() + ", the param " + g_.shape(p).str());
+      if (!outs.insert(a.output).second)
+        throw VerifyError(where() + what + "the output already updates another param");
+      if (!params.insert(a.param).second)
+        throw VerifyError(where() + what + "the param is already updated by another output");
+    }
+  }
+
   const Graph& g_;
   const VerifyOptions& opts_;
 

@@ -62,6 +62,10 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
   cl_context ctx = rt_->context.get();
   cl_command_queue q = rt_->queue.get();
 
+  if (!g.aliases().empty())
+    throw Error("rlx-opencl: graph '" + g.name() +
+                "' updates params in place (output aliases); the OpenCL backend does not run "
+                "in-place updates yet");
   // The arena: one buffer, or several split between buffers no slot crosses.
   std::vector<std::pair<std::int64_t, std::int64_t>> extents;
   for (const ir::BufferSlot& s : plan.assignments) {

@@ -283,7 +283,23 @@ std::size_t Executable::contexts() const {
 }
 
 std::map<std::string, ir::Tensor> Executable::run(const std::map<std::string, ir::Tensor>& inputs) {
+  std::vector<std::size_t> all(state_->output_names.size());
+  for (std::size_t i = 0; i < all.size(); ++i)
+    all[i] = i;
+  std::vector<ir::Tensor> values = run_selected(inputs, all);
+  std::map<std::string, ir::Tensor> out;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    out.emplace(state_->output_names[i], std::move(values[i]));
+  return out;
+}
+
+std::vector<ir::Tensor> Executable::run_selected(const std::map<std::string, ir::Tensor>& inputs,
+                                                 const std::vector<std::size_t>& outputs) {
   auto& st = *state_;
+  for (std::size_t i : outputs)
+    if (i >= st.output_names.size())
+      throw Error("run: output index " + std::to_string(i) + " is out of range (the graph has " +
+                  std::to_string(st.output_names.size()) + " outputs)");
   if (auto missing = missing_params(); !missing.empty())
     throw Error("run: " + std::to_string(missing.size()) + " params never set: " +
                 detail::name_list(missing) + " (use set_param or load_params)");
@@ -311,9 +327,10 @@ std::map<std::string, ir::Tensor> Executable::run(const std::map<std::string, ir
   for (const auto& name : v->lir_inputs)
     (*held).set_input(name, inputs.at(name));
   (*held).execute();
-  std::map<std::string, ir::Tensor> out;
-  for (std::size_t i = 0; i < st.output_names.size(); ++i)
-    out.emplace(st.output_names[i], (*held).output(i));
+  std::vector<ir::Tensor> out;
+  out.reserve(outputs.size());
+  for (std::size_t i : outputs)
+    out.push_back((*held).output(i));
   return out;
 }
 

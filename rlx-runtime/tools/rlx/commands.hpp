@@ -26,5 +26,7 @@ Command add_bench(CLI::App& root);
 Command add_export(CLI::App& root);
 /// `rlx devices`: the CPU and every OpenCL device.
 Command add_devices(CLI::App& root);
+/// `rlx train`: train a model on .npy data with a compiled training step.
+Command add_train(CLI::App& root);
 
 } // namespace rlx::cli

@@ -110,6 +110,14 @@ public:
   /// type \p shape when new; throws Error when it exists with another type. The bytes are not
   /// guaranteed current: call add_plain_reader() before kernels read them.
   std::byte* storage(const std::string& name, const ir::Shape& shape);
+  /// storage(), made writable (a mapped weight's pages become private copies), for an executable
+  /// whose kernels update the weight in place (ir::Graph::aliases). The updater must also be a
+  /// plain reader (add_plain_reader) so the bytes are never dropped.
+  std::byte* storage_for_update(const std::string& name, const ir::Shape& shape);
+  /// Tells the region that kernels rewrote weight \p name's plain bytes in place: every derived
+  /// copy is refreshed from them. Called by the updating executable after each run, while it holds
+  /// use_mutex() shared.
+  void updated_in_place(const std::string& name);
   /// Registers \p reader (an executable) as reading weight \p name's plain bytes, restoring them
   /// first when they were dropped.
   void add_plain_reader(const std::string& name, const void* reader);

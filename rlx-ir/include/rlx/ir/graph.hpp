@@ -35,6 +35,16 @@ struct Node {
   template <class A> const A& attr() const { return std::get<A>(attrs); }
 };
 
+/// A graph output that updates a Param in place (XLA's input/output aliasing): the value of output
+/// \p output becomes the Param named \p param's new value, written into the Param's own buffer.
+/// The memory planner gives the output no buffer of its own (Storage::aliased), so a training
+/// step updates its weights where they live, with no allocation and no copy.
+struct OutputAlias {
+  std::uint32_t output = 0; ///< index into Graph::outputs()
+  std::string param;        ///< interface name of the updated Param
+  friend bool operator==(const OutputAlias&, const OutputAlias&) = default;
+};
+
 /// A tensor DAG. Invariants (checked by verify()): every input id is smaller than the node's own id
 /// (the node list is a topological order), arity and attributes match ops.def, and every shape is
 /// what the op's shape rule derives. Use lists are maintained incrementally and count graph
@@ -65,6 +75,16 @@ public:
   std::span<const NodeId> outputs() const { return outputs_; }
   void set_outputs(std::vector<NodeId> outs);
   void add_output(NodeId id);
+
+  /// The in-place updates: output index -> Param name (see OutputAlias), in the order added.
+  /// Checked by verify(): the output exists, the Param exists with the output's type, each output
+  /// and each Param appears once. Rewrites that renumber nodes keep them (they name an output
+  /// index and a Param name, not node ids).
+  std::span<const OutputAlias> aliases() const { return aliases_; }
+  /// Replaces the alias list.
+  void set_aliases(std::vector<OutputAlias> aliases) { aliases_ = std::move(aliases); }
+  /// Declares that output \p output updates Param \p param in place.
+  void add_alias(std::size_t output, std::string param);
 
   /// Nodes reading \p id, once per operand slot, in no particular order.
   std::span<const NodeId> users(NodeId id) const;
@@ -99,7 +119,7 @@ public:
   /// leaf types are bound too).
   Graph bind(const Bindings& b) const;
 
-  /// A structural hash: ops, attributes, edges, shapes and outputs (node names excluded).
+  /// A structural hash: ops, attributes, edges, shapes, outputs and aliases (node names excluded).
   std::uint64_t hash() const;
   /// Structural equality with the same scope as hash().
   friend bool operator==(const Graph& a, const Graph& b);
@@ -109,6 +129,7 @@ private:
   std::string name_;
   std::vector<Node> nodes_;
   std::vector<NodeId> outputs_;
+  std::vector<OutputAlias> aliases_;
   std::vector<std::vector<NodeId>> users_;
   std::vector<int> output_uses_;
   /// Leaf name → first node of that name: [0] Inputs, [1] Params.

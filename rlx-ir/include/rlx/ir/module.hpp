@@ -27,6 +27,9 @@ enum class Storage : std::uint8_t {
   output,   ///< a graph output: an arena region of its own, never shared
   temp,     ///< a temporary: an arena region shared with temporaries whose lifetimes don't overlap
   view,     ///< aliases another node's buffer at a byte offset (is_pure_view)
+  /// A graph output that updates a Param in place (Graph::aliases): its kernel writes the Param's
+  /// buffer (view_of names the Param; offset and bytes are the Param's slot).
+  aliased,
 };
 std::string_view storage_name(Storage s);
 
@@ -35,7 +38,9 @@ struct BufferSlot {
   Storage storage = Storage::none;
   std::int64_t offset = 0; ///< byte offset in the arena (for views: root offset + view offset)
   std::int64_t bytes = 0;
-  NodeId view_of; ///< for views: the node owning the aliased buffer (chains resolve to the root)
+  /// For views: the node owning the aliased buffer (chains resolve to the root); for an aliased
+  /// output: the Param it updates.
+  NodeId view_of;
 };
 
 /// Kernel scratch memory of one node, planned like a temporary live only during that node.

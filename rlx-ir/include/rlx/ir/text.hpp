@@ -12,7 +12,9 @@
 //
 // Grammar (blanks and newlines separate tokens; `#` starts a comment):
 //
-//     graph     := 'graph' '@' name '{' node* 'return' [ref (',' ref)*] '}'
+//     graph     := 'graph' '@' name '{' node* 'return' [ref (',' ref)*] [aliasing] '}'
+//     aliasing  := 'aliasing' integer '=' name (',' integer '=' name)*
+//                  (Graph::aliases: output index = the Param it updates in place)
 //     node      := '%' id '=' op ['[' field '=' value (',' field '=' value)* ']']
 //                  ['(' [ref (',' ref)*] ')'] [':' shape] [label]
 //     label     := '#' text up to the end of the node's line, or '#' "quoted string"

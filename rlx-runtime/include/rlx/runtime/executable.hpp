@@ -98,6 +98,10 @@ public:
   /// take the inputs' sizes). \returns the outputs by output_names(). Throws Error naming the
   /// input on a missing, unknown or mistyped input, and naming the params never set.
   std::map<std::string, ir::Tensor> run(const std::map<std::string, ir::Tensor>& inputs);
+  /// run() that copies back only the outputs at indices \p outputs (in that order): a training
+  /// step reads its loss, not the weights it updated in place.
+  std::vector<ir::Tensor> run_selected(const std::map<std::string, ir::Tensor>& inputs,
+                                       const std::vector<std::size_t>& outputs);
 
   /// Compiles the variant for \p bindings now (a no-op when it exists) and \returns it; run() does
   /// this implicitly. Useful to time compilation apart from execution.

@@ -10,6 +10,7 @@
 #include "rlx/runtime/compile_cache.hpp"
 #include "rlx/runtime/device.hpp"
 #include "rlx/runtime/executable.hpp"
+#include "rlx/runtime/trainer.hpp"
 
 #include <memory>
 
@@ -67,6 +68,13 @@ public:
   Executable compile(const ir::Graph& g, const CompileOptions& opts = {}) const;
   /// Compiles a HIR or MIR module (an LIR module is already compiled: an Error).
   Executable compile(const ir::Module& m, const CompileOptions& opts = {}) const;
+  /// Compiles the training step of \p model (compile::build_training_graph: forward, loss,
+  /// backward and optimizer update in one graph, compiled and memory-planned once, parameters and
+  /// optimizer state updated in place). The optimizer state starts at zero; set the model's
+  /// params (Trainer::set_params / load_params) before the first step. Throws
+  /// compile::TrainingCompileError or autodiff::AutodiffError with the reason.
+  Trainer compile_training(const ir::Graph& model, const TrainerOptions& topts = {},
+                           const CompileOptions& opts = {}) const;
 
 private:
   std::shared_ptr<detail::SessionState> state_;

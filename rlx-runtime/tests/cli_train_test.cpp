@@ -1,0 +1,70 @@
+// cli_train_test.cpp: `rlx train` on the digits data (data/digits): reaches >= 95% test accuracy,
+// --save / --resume continue bit-identically, bad invocations are one-line errors.
+#include "cli_testing.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace rlx::runtime::testing {
+namespace {
+
+const std::string kData = RLX_DIGITS_DIR;
+
+/// The JSON lines of a --json run.
+std::vector<nlohmann::json> lines(const std::string& out) {
+  std::vector<nlohmann::json> r;
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] == '{')
+      r.push_back(nlohmann::json::parse(l));
+  return r;
+}
+
+TEST_F(Cli, TrainsTheDigitsMlpTo95Percent) {
+  Result r = rlx("train --model mlp --data " + kData +
+                 " --optimizer sgd --lr 0.1 --momentum 0.9 --batch 32 --epochs 12 --seed 1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto rows = lines(r.out);
+  ASSERT_GE(rows.size(), 2u) << r.out;
+  const auto& last_eval = rows[rows.size() - 2];
+  ASSERT_TRUE(last_eval.contains("test_accuracy")) << r.out;
+  EXPECT_GE(last_eval["test_accuracy"].get<double>(), 0.95) << r.out;
+  EXPECT_LT(last_eval["train_loss"].get<double>(), rows.front()["train_loss"].get<double>());
+  EXPECT_TRUE(rows.back()["done"].get<bool>());
+}
+
+TEST_F(Cli, AdamWWithCosineScheduleLearns) {
+  Result r = rlx("train --model mlp --data " + kData +
+                 " --optimizer adamw --lr 0.003 --schedule cosine --warmup 20 --batch 64 "
+                 "--steps 200 --eval-every 100 --clip 5 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto rows = lines(r.out);
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  EXPECT_GE(rows[1]["test_accuracy"].get<double>(), 0.9) << r.out;
+}
+
+TEST_F(Cli, ResumeContinuesBitIdentically) {
+  const std::string common = "train --model mlp --data " + kData +
+                             " --optimizer adamw --lr 0.002 --batch 50 --seed 3 --json";
+  ASSERT_EQ(rlx(common + " --steps 60 --save " + path("full.safetensors")).status, 0);
+  ASSERT_EQ(rlx(common + " --steps 25 --save " + path("half.safetensors")).status, 0);
+  Result r =
+      rlx(common + " --steps 60 --resume " + path("half.safetensors") + " --save " + path("b.st"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string a = slurp(path("full.safetensors")), b = slurp(path("b.st"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "a resumed run ended with other bytes than an uninterrupted one";
+}
+
+TEST_F(Cli, TrainBadInvocationsAreOneLineErrors) {
+  expect_error("train --data " + kData + " --optimizer lion", 1, "--optimizer");
+  expect_error("train --data " + kData + " --model bert", 1, "only 'mlp'");
+  expect_error("train --data " + kData + " --schedule step", 1, "--schedule");
+  expect_error("train --data " + path(""), 1, "train_x.npy");
+  expect_error("train --data " + kData + " --batch 100000", 1, "--batch");
+  expect_error("train --data " + kData + " --epochs 2 --steps 3", 2, "excludes");
+  expect_error("train --data " + kData + " --resume " + path("none.st"), 2, "none.st");
+  expect_error("train", 2, "--data");
+}
+
+} // namespace
+} // namespace rlx::runtime::testing
