@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "rlx 0.1.0");
   std::vector<rlx::cli::Command> commands{rlx::cli::add_demo(app),    rlx::cli::add_run(app),
                                           rlx::cli::add_inspect(app), rlx::cli::add_bench(app),
-                                          rlx::cli::add_export(app),  rlx::cli::add_devices(app)};
+                                          rlx::cli::add_export(app),  rlx::cli::add_devices(app),
+                                          rlx::cli::add_grad(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
