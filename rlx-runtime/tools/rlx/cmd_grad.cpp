@@ -119,10 +119,19 @@ struct Grad {
     const auto result = exe.run(in);
     const double run_ms = ms_since(t0);
 
+    // Gradients under the checkpoint's names (a "model." / "bert." prefix kept), so that they line
+    // up with the weights they belong to.
+    if (!m.weights.empty() && m.params.empty()) {
+      const runtime::Checkpoint ckpt(m.weights);
+      for (std::size_t i = 1; i < names.size(); ++i)
+        names[i] = runtime::checkpoint_key(
+            names[i], m.load.prefix, [&](const std::string& k) { return ckpt.find(k) != nullptr; });
+    }
     runtime::TensorMap grads;
     const auto& outs = exe.output_names();
     for (std::size_t i = 0; i < names.size(); ++i)
-      grads.emplace(names[i], result.at(outs.at(i)));
+      if (!grads.emplace(names[i], result.at(outs.at(i))).second)
+        throw Error("two parameters map to the checkpoint name '" + names[i] + "'");
     runtime::write_safetensors(out, grads, {{"loss", loss}, {"model", m.description}});
     if (!quiet) {
       std::cout << m.description << " on " << session.device().str() << "\n";
