@@ -94,11 +94,11 @@ TEST(Pipeline, StageOrder) {
   TestBackend full;
   CompilePipeline pipe(full);
   EXPECT_EQ(pipe.pass_names(),
-            (std::vector<std::string>{"lower-hir", "const-fold", "simplify", "cse",
-                                      "fuse-gelu-spelling", "fuse-layer-norm-spelling",
-                                      "fuse-swiglu-matmul", "fuse-shared-input-matmul",
-                                      "fuse-swiglu", "fuse-attention", "fuse-matmul-bias-act",
-                                      "mark-elementwise-regions", "bind-symbols", "legalize", "dce", "memory-plan"}));
+            (std::vector<std::string>{
+                "lower-hir", "const-fold", "simplify", "cse", "fuse-gelu-spelling",
+                "fuse-layer-norm-spelling", "fuse-swiglu-matmul", "fuse-shared-input-matmul",
+                "fuse-swiglu", "fuse-attention", "fuse-matmul-bias-act", "mark-elementwise-regions",
+                "bind-symbols", "legalize", "dce", "memory-plan"}));
   CompileOptions o;
   o.fold_constants = false;
   o.specialize_params["w"] = ir::Tensor::scalar<float>(1);
@@ -108,8 +108,7 @@ TEST(Pipeline, StageOrder) {
                 "lower-hir", "specialize-params", "simplify", "cse", "fuse-gelu-spelling",
                 "fuse-layer-norm-spelling", "fuse-swiglu-matmul", "fuse-shared-input-matmul",
                 "fuse-swiglu", "fuse-attention", "fuse-matmul-bias-act", "mark-elementwise-regions",
-                "bind-symbols", "legalize",
-                "legalize-broadcast", "dce", "memory-plan"}));
+                "bind-symbols", "legalize", "legalize-broadcast", "dce", "memory-plan"}));
   // No fusion, or one pass turned off; the subset backend claims no fused op.
   CompileOptions nf;
   nf.fuse = false;

@@ -121,10 +121,10 @@ std::span<const KernelImpl> split_impls();         // tuple.cpp
 std::span<const KernelImpl> get_impls();           // tuple.cpp
 std::span<const KernelImpl> swiglu_impls();        // swiglu.cpp
 std::span<const KernelImpl> swiglu_matmul_impls(); // swiglu.cpp
-std::span<const KernelImpl> if_impls();    ///< control_flow.cpp: the chosen branch, nested
-std::span<const KernelImpl> while_impls(); ///< control_flow.cpp: cond / body, nested
-std::span<const KernelImpl> split_impls(); // tuple.cpp
-std::span<const KernelImpl> get_impls();   // tuple.cpp
-std::span<const KernelImpl> region_impls(); ///< region.cpp: the generated elementwise loop
+std::span<const KernelImpl> if_impls();            ///< control_flow.cpp: the chosen branch, nested
+std::span<const KernelImpl> while_impls();         ///< control_flow.cpp: cond / body, nested
+std::span<const KernelImpl> split_impls();         // tuple.cpp
+std::span<const KernelImpl> get_impls();           // tuple.cpp
+std::span<const KernelImpl> region_impls();        ///< region.cpp: the generated elementwise loop
 
 } // namespace rlx::cpu

@@ -14,6 +14,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,12 @@ std::vector<BadCase> bad_cases() {
     cases.push_back({ident(name) + "_" + std::to_string(cases.size()), args});
   };
   const std::string huge = "99999999999999999999999"; // past int64
-  const std::vector<std::string> model_cmds{"run --random-inputs", "bench --runs 1", "inspect",
-                                            "export", "demo --runs 1"};
+  const std::vector<std::string> model_cmds{"run --random-inputs",
+                                            "bench --runs 1",
+                                            "inspect",
+                                            "export",
+                                            "demo --runs 1",
+                                            "grad --random-inputs --out @/g.safetensors"};
   // Size flags of every model command: 0 where 0 is invalid, -1, past the bound, past int64,
   // malformed.
   struct FlagValues {
@@ -162,6 +167,40 @@ std::vector<BadCase> bad_cases() {
   add("run_output_unknown", "run --model mlp --dims 4,3,2 --input x=@/x.npy --output z=@/z.npy");
   add("run_output_dir_unwritable",
       "run --model mlp --dims 4,3,2 --input x=@/x.npy --output-dir @/garbage.bin/out");
+  // rlx grad: losses, targets, labels and the output file.
+  const std::string grad = "grad --model mlp --dims 4,3,2 --input x=@/x.npy ";
+  add("grad_loss_unknown", grad + "--loss hinge --out @/g.safetensors");
+  add("grad_loss_empty", grad + "--loss '' --out @/g.safetensors");
+  add("grad_out_required", grad);
+  add("grad_out_empty", grad + "--out ''");
+  add("grad_out_unwritable", grad + "--out @/garbage.bin/g.safetensors");
+  add("grad_out_folder", grad + "--out @");
+  add("grad_mse_no_target", grad + "--loss mse --out @/g.safetensors");
+  add("grad_xent_no_labels", grad + "--loss xent --out @/g.safetensors");
+  add("grad_target_with_sum", grad + "--target @/t.npy --out @/g.safetensors");
+  add("grad_labels_with_mse", grad + "--loss mse --target @/t.npy --labels @/labels.npy "
+                                     "--out @/g.safetensors");
+  add("grad_target_missing", grad + "--loss mse --target @/none.npy --out @/g.safetensors");
+  add("grad_target_folder", grad + "--loss mse --target @ --out @/g.safetensors");
+  add("grad_target_garbage", grad + "--loss mse --target @/garbage.bin --out @/g.safetensors");
+  add("grad_target_wrong_shape", grad + "--loss mse --target @/x.npy --out @/g.safetensors");
+  add("grad_target_integer", grad + "--loss mse --target @/labels2x2.npy --out @/g.safetensors");
+  add("grad_labels_missing", grad + "--loss xent --labels @/none.npy --out @/g.safetensors");
+  add("grad_labels_garbage", grad + "--loss xent --labels @/garbage.bin --out @/g.safetensors");
+  add("grad_labels_float", grad + "--loss xent --labels @/labels_f.npy --out @/g.safetensors");
+  add("grad_labels_wrong_shape",
+      grad + "--loss xent --labels @/labels2x2.npy --out @/g.safetensors");
+  add("grad_labels_too_big", grad + "--loss xent --labels @/labels_big.npy --out @/g.safetensors");
+  add("grad_labels_negative", grad + "--loss xent --labels @/labels_neg.npy --out @/g.safetensors");
+  add("grad_labels_past_int64",
+      grad + "--loss xent --labels @/labels_i64max.npy --out @/g.safetensors");
+  add("grad_input_missing", "grad --model mlp --dims 4,3,2 --input x=@/none.npy --out @/g.st");
+  add("grad_input_malformed", "grad --model mlp --dims 4,3,2 --input x --out @/g.st");
+  add("grad_input_unknown", "grad --model mlp --dims 4,3,2 --input q=@/x.npy --out @/g.st");
+  add("grad_input_not_given", "grad --model mlp --dims 4,3,2 --out @/g.st");
+  add("grad_weights_missing", grad + "--weights @/none.safetensors --out @/g.st");
+  add("grad_integer_only_model", "grad --graph @/int_only.json --random-inputs --out @/g.st");
+  add("grad_no_float_param", "grad --graph @/no_param.json --random-inputs --out @/g.st");
   add("export_unwritable", "export --model mlp -o @/garbage.bin/g.json");
   add("inspect_svg_unwritable", "inspect --model mlp --svg @/garbage.bin/g.svg");
   add("no_subcommand", "");
@@ -197,6 +236,25 @@ protected:
       m.set_i64(4, bad);
       write_npy(path(file), m);
     };
+    write_npy(path("t.npy"), ir::Tensor(ir::Shape::of({2, 2})));
+    write_npy(path("labels.npy"), ir::Tensor::from<std::int64_t>({2}, {0, 1}));
+    write_npy(path("labels_f.npy"), ir::Tensor::from<float>({2}, {0, 1}));
+    write_npy(path("labels2x2.npy"), ir::Tensor(ir::Shape::of({2, 2}, ir::DType::i64)));
+    write_npy(path("labels_big.npy"), ir::Tensor::from<std::int64_t>({2}, {0, 2}));
+    write_npy(path("labels_neg.npy"), ir::Tensor::from<std::int32_t>({2}, {-1, 0}));
+    write_npy(path("labels_i64max.npy"),
+              ir::Tensor::from<std::int64_t>({2}, {0, std::numeric_limits<std::int64_t>::max()}));
+    {
+      ir::Graph g("int_only");
+      ir::Builder b(g);
+      b.output(b.add(b.input("x", ir::Shape::of({2}, ir::DType::i64)),
+                     b.param("w", ir::Shape::of({2}, ir::DType::i64))));
+      std::ofstream(path("int_only.json")) << ir::save_json(g);
+      ir::Graph h("no_param");
+      ir::Builder c(h);
+      c.output(c.neg(c.input("x", ir::Shape::of({2}))));
+      std::ofstream(path("no_param.json")) << ir::save_json(h);
+    }
     mask("mask2.npy", 2);
     mask("mask_neg.npy", -1);
     TensorMap w = init_params(build_mlp({.dims = {4, 3, 2}}), 0);

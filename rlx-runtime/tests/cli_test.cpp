@@ -1,5 +1,6 @@
 // cli_test.cpp: the built `rlx` command: exit codes and the one-line error convention for bad
 // flags, missing files, missing weights and shape mismatches; and what each subcommand writes.
+#include "rlx/runtime/loss.hpp"
 #include "rlx/runtime/runtime.hpp"
 
 #include "rlx/ir/json.hpp"
@@ -186,6 +187,100 @@ TEST_F(Cli, RunsAHuggingFaceStyleLlamaCheckpoint) {
   ir::Tensor want = ir::reference::evaluate(g, {{"input_ids", ids}}, params).at(0);
   EXPECT_EQ(want.shape(), ir::Shape::of({1, 4, 11}));
   EXPECT_LT(ir::max_abs_diff(read_npy(path("y.npy")), want), 1e-5);
+}
+
+/// Expects the safetensors file \p file that `rlx grad` wrote to hold "loss" and one gradient per
+/// float Param of \p forward, each equal to the reference interpreter's run of gradient_graph.
+void expect_reference_gradients(const std::string& file, const ir::Graph& forward, LossKind kind,
+                                const std::optional<ir::Tensor>& target, const TensorMap& in,
+                                const TensorMap& params) {
+  const TensorMap got = read_safetensors(file).tensors;
+  const std::vector<ir::Tensor> want =
+      ir::reference::evaluate(gradient_graph(forward, kind, target), in, params);
+  std::vector<std::string> names{"loss"};
+  for (ir::NodeId p : forward.params())
+    if (ir::is_float(forward.shape(p).dtype))
+      names.push_back(forward.node(p).attr<ir::LeafAttrs>().name);
+  ASSERT_EQ(want.size(), names.size());
+  EXPECT_EQ(got.size(), names.size());
+  double total = 0;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    ASSERT_TRUE(got.count(names[i])) << names[i];
+    const ir::Tensor& g = got.at(names[i]);
+    ASSERT_EQ(g.shape(), want[i].shape()) << names[i];
+    double scale = 0;
+    for (std::int64_t k = 0; k < want[i].numel(); ++k)
+      scale = std::max(scale, std::abs(want[i].get_f64(k)));
+    total += scale;
+    EXPECT_LE(ir::max_abs_diff(g, want[i]), 1e-5 * (1 + scale)) << names[i];
+  }
+  EXPECT_GT(total, 0); // a gradient of all zeros would pass trivially
+}
+
+// `rlx grad` on the MLP for each loss: the loss and every gradient equal grad_with_loss of the
+// same forward + loss run through the reference interpreter.
+TEST_F(Cli, GradWritesTheReferenceGradientsOfEveryLoss) {
+  MlpConfig c;
+  c.dims = {4, 3, 2};
+  const ir::Graph g = build_mlp(c);
+  const TensorMap params = init_params(g, 5);
+  write_safetensors(path("w.safetensors"), params);
+  const TensorMap in = random_inputs(g, {{"batch", 3}}, 6);
+  write_npy(path("x.npy"), in.at("x"));
+  const ir::Tensor target = random_inputs(build_mlp({.dims = {2, 2}}), {{"batch", 3}}, 7).at("x");
+  write_npy(path("t.npy"), target.cast(ir::DType::f64)); // NumPy's default width is converted
+  const ir::Tensor labels = ir::Tensor::from<std::int32_t>({3}, {1, 0, 1});
+  write_npy(path("l.npy"), labels);
+  const ir::Graph forward = g.bind({{"batch", 3}});
+  const std::string base = std::string("grad ") + kTinyMlp + " --weights " + path("w.safetensors") +
+                           " --input x=" + path("x.npy");
+  Result r = rlx(base + " --out " + path("sum.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("d loss / d fc1.weight"), std::string::npos) << r.out;
+  expect_reference_gradients(path("sum.safetensors"), forward, LossKind::sum, {}, in, params);
+  r = rlx(base + " --loss mse --target " + path("t.npy") + " -q --out " + path("mse.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  expect_reference_gradients(path("mse.safetensors"), forward, LossKind::mse, target, in, params);
+  r = rlx(base + " --loss xent --labels " + path("l.npy") + " -q --out " +
+          path("xent.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_reference_gradients(path("xent.safetensors"), forward, LossKind::xent, labels, in, params);
+  // Seeded weights when none are given: those of init_params with --seed.
+  r = rlx(std::string("grad ") + kTinyMlp + " --seed 5 --input x=" + path("x.npy") + " -q --out " +
+          path("seeded.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_reference_gradients(path("seeded.safetensors"), forward, LossKind::sum, {}, in, params);
+}
+
+// `rlx grad` on a HuggingFace-style LLaMA checkpoint (embeddings, GQA, lm_head) with a
+// cross-entropy loss over the vocabulary: gradients under the checkpoint's names, equal to the
+// reference interpreter's. (The builder's param names carry the prefix here, as the file's do.)
+TEST_F(Cli, GradOfAHuggingFaceStyleLlamaMatchesTheReference) {
+  LlamaConfig c;
+  c.layers = 1;
+  c.hidden = 16;
+  c.heads = 2;
+  c.kv_heads = 1;
+  c.ffn = 32;
+  c.embeddings = c.lm_head = true;
+  c.vocab = 11;
+  c.prefix = "model.";
+  const ir::Graph g = build_llama(c);
+  const TensorMap params = init_params(g, 13);
+  write_safetensors(path("model.safetensors"), params);
+  const ir::Tensor ids = ir::Tensor::from<std::int64_t>({1, 4}, {1, 10, 2, 2});
+  const ir::Tensor labels = ir::Tensor::from<std::int64_t>({1, 4}, {10, 2, 2, 7});
+  write_npy(path("ids.npy"), ids);
+  write_npy(path("l.npy"), labels);
+  Result r = rlx("grad --model llama --heads 2 --weights " + path("model.safetensors") +
+                 " --input input_ids=" + path("ids.npy") + " --loss xent --labels " +
+                 path("l.npy") + " --out " + path("g.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("d loss / d model.layers.0.self_attn.k_proj.weight"), std::string::npos)
+      << r.out;
+  expect_reference_gradients(path("g.safetensors"), g.bind({{"batch", 1}, {"seq", 4}}),
+                             LossKind::xent, labels, {{"input_ids", ids}}, params);
 }
 
 TEST_F(Cli, ConvertsInputsOfAnotherWidthOfTheSameKind) {

@@ -24,6 +24,8 @@ Command add_inspect(CLI::App& root);
 Command add_bench(CLI::App& root);
 /// `rlx export`: a model's graph as JSON.
 Command add_export(CLI::App& root);
+/// `rlx grad`: the loss and every parameter's gradient, written as safetensors.
+Command add_grad(CLI::App& root);
 /// `rlx devices`: the CPU and every OpenCL device.
 Command add_devices(CLI::App& root);
 /// `rlx train`: train a model on .npy data with a compiled training step.

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   std::vector<rlx::cli::Command> commands{rlx::cli::add_demo(app),    rlx::cli::add_run(app),
                                           rlx::cli::add_inspect(app), rlx::cli::add_bench(app),
                                           rlx::cli::add_export(app),  rlx::cli::add_devices(app),
-                                          rlx::cli::add_train(app)};
+                                          rlx::cli::add_grad(app),    rlx::cli::add_train(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
