@@ -84,10 +84,11 @@ CompileResult compile_and_compare(const Graph& hir, const Backend& backend, doub
 /// SiLU, rsqrt, the HIR blocks and the fused ops (so no fusion takes the SiLU away).
 /// Legalisation must decompose them.
 TestBackend subset_backend() {
-  return TestBackend("test-subset",
-                     claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax,
-                                    OpKind::Gelu, OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt,
-                                    OpKind::MatMulBiasAct, OpKind::SwiGlu, OpKind::SwiGluMatMul}));
+  return TestBackend(
+      "test-subset",
+      claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax, OpKind::Gelu,
+                     OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt, OpKind::MatMulBiasAct,
+                     OpKind::SwiGlu, OpKind::SwiGluMatMul, OpKind::ElementwiseRegion}));
 }
 
 TEST(Pipeline, StageOrder) {

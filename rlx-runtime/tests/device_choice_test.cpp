@@ -50,7 +50,7 @@ TEST(DeviceChoice, RanksEveryDeviceFastestFirst) {
     EXPECT_TRUE(p.why_not.empty()) << p.why_not;
     EXPECT_TRUE(std::isfinite(p.seconds));
     EXPECT_GT(p.seconds, 0);
-    EXPECT_EQ(p.kernels, 2); // matmul, relu (unfused)
+    EXPECT_EQ(p.kernels, 1); // matmul + relu fused into one MatMulBiasAct
   }
   EXPECT_TRUE(saw_cpu);
 }

@@ -38,6 +38,14 @@ RLX_REFERENCE_KERNEL(MatMulBiasAct) {
   return evaluate_by_decomposition(node, out, in);
 }
 
+RLX_REFERENCE_KERNEL(SwiGlu) {
+  return evaluate_by_decomposition(node, out, in);
+}
+
+RLX_REFERENCE_KERNEL(SwiGluMatMul) {
+  return evaluate_by_decomposition(node, out, in);
+}
+
 } // namespace kernels
 
 } // namespace rlx::ir::reference
