@@ -1,33 +1,12 @@
-// transformer_fusions.cpp: the transformer fusion passes as Pattern lists run by apply_patterns,
-// their registration and their claim gate.
+// transformer_fusions.cpp: the transformer fusion passes, each a PatternPass over its Pattern list
+// (rows of the fusion pass table in fusion_passes.cpp).
 #include "rlx/fusion/transformer_fusions.hpp"
+
+#include "pattern_pass.hpp"
 
 #include <memory>
 
 namespace rlx::fusion {
-
-namespace {
-
-/// A fusion pass: a named list of patterns applied to a fixed point, gated by the context's claims
-/// and reporting into its FusionReport.
-class PatternPass final : public Pass {
-public:
-  PatternPass(std::string name, std::vector<Pattern> patterns)
-      : name_(std::move(name)), patterns_(std::move(patterns)) {}
-  std::string_view name() const override { return name_; }
-  bool run(ir::Graph& g, PassContext& ctx) override {
-    ApplyOptions o;
-    o.claims = ctx.claims;
-    o.report = ctx.report;
-    return apply_patterns(g, patterns_, o) > 0;
-  }
-
-private:
-  std::string name_;
-  std::vector<Pattern> patterns_;
-};
-
-} // namespace
 
 std::unique_ptr<Pass> make_fuse_swiglu_matmul() {
   return std::make_unique<PatternPass>("fuse-swiglu-matmul", swiglu_matmul_patterns());
