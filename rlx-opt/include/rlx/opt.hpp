@@ -3,14 +3,18 @@
 #pragma once
 
 #include "rlx/autodiff/grad.hpp"
+#include "rlx/autodiff/jvp.hpp"
 #include "rlx/autodiff/vjp_rules.hpp"
 #include "rlx/compile/backend.hpp"
+#include "rlx/compile/cost_model.hpp"
 #include "rlx/compile/inspect.hpp"
 #include "rlx/compile/legalize.hpp"
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/compile/passes.hpp"
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/compile/svg.hpp"
+#include "rlx/compile/training.hpp"
+#include "rlx/compile/weights.hpp"
 #include "rlx/fusion/fusion_passes.hpp"
 #include "rlx/fusion/node_key.hpp"
 #include "rlx/fusion/pass.hpp"
