@@ -38,13 +38,6 @@ double elements_of(const ir::Shape& s) {
   return static_cast<double>(s.numel());
 }
 
-/// Ops whose node_work counts multiply-adds (2 flops each) rather than touched elements.
-bool is_contraction(ir::OpKind k) {
-  using K = ir::OpKind;
-  return k == K::MatMul || k == K::DotGeneral || k == K::Conv2d || k == K::Attention ||
-         k == K::DenseSolve;
-}
-
 /// Ops whose node_work is the work of their sub-graphs (If, While, CustomFn), in the reference
 /// interpreter's units; read as flops.
 bool has_subgraphs(ir::OpKind k) {
@@ -73,7 +66,7 @@ std::vector<KernelWork> kernel_work(const ir::Module& lir) {
     k.bytes = bytes_of(n.shape, g, id);
     for (ir::NodeId in : n.inputs)
       k.bytes += bytes_of(g.shape(in), g, in);
-    if (is_contraction(n.op))
+    if (detail::counts_multiply_adds(n.op))
       k.flops = 2 * detail::node_work(g, id);
     else if (has_subgraphs(n.op))
       k.flops = detail::node_work(g, id);

@@ -100,6 +100,22 @@ double node_work(const ir::Graph& g, ir::NodeId id) {
   }
 }
 
+bool counts_multiply_adds(ir::OpKind k) {
+  using K = ir::OpKind;
+  switch (k) { // the cases of node_work that return multiply-adds
+  case K::MatMul:
+  case K::MatMulBiasAct:
+  case K::SwiGluMatMul:
+  case K::DotGeneral:
+  case K::Conv2d:
+  case K::Attention:
+  case K::DenseSolve:
+    return true;
+  default:
+    return false;
+  }
+}
+
 double graph_work(const ir::Graph& g) {
   double w = 0;
   for (ir::NodeId id : g.ids())

@@ -4,6 +4,7 @@
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
+#include "rlx/ir/text.hpp"
 #include "testing/compile_testing.hpp"
 
 #include <gtest/gtest.h>
@@ -39,6 +40,22 @@ TEST(CostModel, KernelWorkCountsContractionsTwiceAndSkipsViews) {
   EXPECT_EQ(lir.graph().node(work[1].node).op, ir::OpKind::Add);
   EXPECT_DOUBLE_EQ(work[1].flops, 4.0 * 16);
   EXPECT_DOUBLE_EQ(work[1].bytes, 4.0 * 3 * 4 * 16);
+}
+
+TEST(CostModel, AFusedMatMulCountsItsMultiplyAdds) {
+  // relu(a @ b + bias) fuses into one MatMulBiasAct: still 2 M N K flops, not one per output.
+  ir::Graph g("mm_bias_relu");
+  ir::Builder b(g);
+  const auto a = b.input("a", Shape::of({4, 8}));
+  const auto w = b.param("w", Shape::of({8, 16}));
+  const auto bias = b.param("bias", Shape::of({16}));
+  b.output(b.relu(b.add(b.matmul(a, w), bias)));
+  TestBackend backend;
+  const ir::Module lir = CompilePipeline(backend).run(g).lir;
+  const auto work = kernel_work(lir);
+  ASSERT_EQ(work.size(), 1u) << ir::print(lir.graph());
+  EXPECT_EQ(lir.graph().node(work[0].node).op, ir::OpKind::MatMulBiasAct);
+  EXPECT_DOUBLE_EQ(work[0].flops, 2.0 * 4 * 8 * 16);
 }
 
 TEST(CostModel, PredictionIsTheRooflineSumPlusLaunches) {

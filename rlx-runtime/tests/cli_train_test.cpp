@@ -66,5 +66,30 @@ TEST_F(Cli, TrainBadInvocationsAreOneLineErrors) {
   expect_error("train", 2, "--data");
 }
 
+TEST_F(Cli, TrainNumericFlagsRejectNegativeHugeAndMalformedValues) {
+  // Every numeric flag at -1, past int64 / double range and malformed: one error line each. Zero is
+  // meaningful for some (no momentum, no clipping, seed 0) and an error for the sizes.
+  const std::string base = "train --data " + kData + " --steps 2 ";
+  for (const std::string flag : {"--lr", "--momentum", "--weight-decay", "--clip", "--warmup",
+                                 "--batch", "--steps", "--eval-every", "--hidden", "--seed"})
+    for (const std::string v : {"-1", "99999999999999999999", "1e309", "abc"}) {
+      SCOPED_TRACE(flag + " " + v);
+      const Result r = rlx(base + flag + " " + v);
+      EXPECT_GE(r.status, 1) << r.err;
+      EXPECT_LE(r.status, 123) << r.err;
+      EXPECT_EQ(r.err_lines(), 1u) << r.err;
+      EXPECT_NE(r.err.find("rlx: error:"), std::string::npos) << r.err;
+    }
+  for (const std::string v : {"0", "-1", "99999999999999999999", "abc"}) {
+    for (const std::string flag : {"--batch", "--epochs", "--hidden"}) {
+      SCOPED_TRACE(flag + " " + v);
+      const Result r = rlx("train --data " + kData + " " + flag + " " + v);
+      EXPECT_GE(r.status, 1) << r.err;
+      EXPECT_LE(r.status, 123) << r.err;
+      EXPECT_EQ(r.err_lines(), 1u) << r.err;
+    }
+  }
+}
+
 } // namespace
 } // namespace rlx::runtime::testing

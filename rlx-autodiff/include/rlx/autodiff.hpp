@@ -2,5 +2,5 @@
 #pragma once
 
 #include "rlx/autodiff/grad.hpp"
-#include "rlx/autodiff/vjp_rules.hpp"
 #include "rlx/autodiff/jvp.hpp"
+#include "rlx/autodiff/vjp_rules.hpp"

@@ -406,8 +406,8 @@ Graph region_sample(OpKind op) {
   }
   NodeId x = b.input("x", xs);
   NodeId scale = b.param("scale", ss);
-  b.output(g.add(op, {x, scale}, RegionAttrs{SubGraph{std::make_shared<const Graph>(std::move(body))}},
-                 "region"));
+  b.output(g.add(op, {x, scale},
+                 RegionAttrs{SubGraph{std::make_shared<const Graph>(std::move(body))}}, "region"));
   return g;
 }
 

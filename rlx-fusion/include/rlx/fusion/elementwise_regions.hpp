@@ -23,12 +23,12 @@ struct FusionLimits {
 
 /// Groups elementwise / broadcast ops into ElementwiseRegion nodes. A node joins a region when
 /// ir::is_region_body_op accepts it, the backend claims the node's op itself (ClaimSet::supports)
-/// and ElementwiseRegion for its result dtype and every operand dtype, its dims equal the region's (every member computes the region's full
-/// iteration space; smaller operands are region inputs read by broadcast), the region stays under
-/// FusionLimits, and no path leaves the region and re-enters it. A member used outside the region
-/// (or a graph output) becomes a region output: one output replaces the member directly, several
-/// make the region a tuple read through Get. Regions of a single op are not formed. Misses are
-/// reported under the pattern name "elementwise_region".
+/// and ElementwiseRegion for its result dtype and every operand dtype, its dims equal the region's
+/// (every member computes the region's full iteration space; smaller operands are region inputs
+/// read by broadcast), the region stays under FusionLimits, and no path leaves the region and
+/// re-enters it. A member used outside the region (or a graph output) becomes a region output: one
+/// output replaces the member directly, several make the region a tuple read through Get. Regions
+/// of a single op are not formed. Misses are reported under the pattern name "elementwise_region".
 class MarkElementwiseRegionsPass final : public Pass {
 public:
   static constexpr std::string_view kName = "mark-elementwise-regions";
