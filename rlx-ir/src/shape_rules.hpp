@@ -56,7 +56,7 @@ Shape llama_block(In, const LlamaBlockAttrs&);
 // fused ops (shape_rules_fused.cpp)
 Shape matmul_bias_act(In, const MatMulBiasActAttrs&);
 
-// fused ops: transformer (shape_rules_fused_xf.cpp)
+// fused ops: transformer (shape_rules_fused_transformer.cpp)
 Shape swiglu(In, const NoAttrs&);
 Shape swiglu_matmul(In, const NoAttrs&);
 

@@ -984,8 +984,8 @@ void fused_cases(Table& t) {
     }
 }
 
-// fused ops: transformer (fusion-xf)
-void fused_xf_cases(Table& t) {
+// fused ops: transformer
+void fused_transformer_cases(Table& t) {
   for (DType d : {DType::f32, DType::f64}) {
     // silu(g) * u over values in [-6, 6]: the SiLU approximation's few ulp, then one product.
     t.add("swiglu_" + dn(d), K::SwiGlu,
@@ -1020,7 +1020,7 @@ std::vector<OpCase> build_table() {
   control_cases(t);
   hir_cases(t);
   fused_cases(t);
-  fused_xf_cases(t);
+  fused_transformer_cases(t);
   region_cases(t);
   return t.take();
 }

@@ -45,8 +45,8 @@ void add_movement_decompositions(DecompositionTable& t);
 void add_quantization_decompositions(DecompositionTable& t);
 void add_linalg_decompositions(DecompositionTable& t);
 void add_control_flow_decompositions(DecompositionTable& t);
-void add_fused_decompositions(DecompositionTable& t);    // the fused ops of rlx-fusion
-void add_fused_xf_decompositions(DecompositionTable& t); // fused ops: transformer (fusion-xf)
-void add_region_decompositions(DecompositionTable& t);   ///< fused ops: regions
+void add_fused_decompositions(DecompositionTable& t);             // the fused ops of rlx-fusion
+void add_fused_transformer_decompositions(DecompositionTable& t); // fused ops: transformer
+void add_region_decompositions(DecompositionTable& t);            ///< fused ops: regions
 
 } // namespace rlx::ir::decompose_detail

@@ -42,7 +42,7 @@ DecompositionTable make_table() {
   add_linalg_decompositions(t);
   add_control_flow_decompositions(t);
   add_fused_decompositions(t);
-  add_fused_xf_decompositions(t);
+  add_fused_transformer_decompositions(t);
   add_region_decompositions(t);
   return t;
 }

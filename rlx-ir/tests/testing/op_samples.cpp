@@ -482,8 +482,8 @@ struct LeafNeeds {
   std::int64_t index_bound = -1; ///< indexes a dim of this size
 };
 
-// fused ops: transformer (fusion-xf)
-Graph fused_xf_sample(OpKind op) {
+// fused ops: transformer
+Graph fused_transformer_sample(OpKind op) {
   Graph g(std::string(op_name(op)));
   Builder b(g);
   if (op == OpKind::SwiGlu) {
@@ -699,7 +699,7 @@ Graph sample_graph(OpKind op) {
     return fused_sample(op);
   case OpKind::SwiGlu:
   case OpKind::SwiGluMatMul:
-    return fused_xf_sample(op);
+    return fused_transformer_sample(op);
   default:
     break;
   }

@@ -1,4 +1,4 @@
-// shape_rules_fused_xf.cpp: the shape rules of the transformer fused ops (SwiGLU and the
+// shape_rules_fused_transformer.cpp: the shape rules of the transformer fused ops (SwiGLU and the
 // SwiGLU dual matmul) that the fusion passes of rlx-fusion emit.
 #include "rlx/ir/error.hpp"
 #include "shape_rules.hpp"

@@ -1,4 +1,4 @@
-// fused_xf.cpp: decompositions of the transformer fused ops (SwiGlu, SwiGluMatMul) into
+// fused_transformer.cpp: decompositions of the transformer fused ops (SwiGlu, SwiGluMatMul) into
 // primitives: what a backend that does not claim them runs, and what unfuse emits.
 #include "families.hpp"
 
@@ -35,7 +35,7 @@ NodeId swiglu_matmul_by_primitives(Builder& b, NodeId id, const Opts&, std::stri
 
 } // namespace
 
-void add_fused_xf_decompositions(DecompositionTable& t) {
+void add_fused_transformer_decompositions(DecompositionTable& t) {
   t.set(OpKind::SwiGlu, {{"swiglu_by_silu", swiglu_by_silu}});
   t.set(OpKind::SwiGluMatMul, {{"swiglu_matmul_by_matmul", swiglu_matmul_by_matmul},
                                {"swiglu_matmul_by_primitives", swiglu_matmul_by_primitives}});
