@@ -15,27 +15,6 @@ namespace rlx::cli {
 
 namespace {
 
-/// Splits "name=path"; throws on a malformed pair.
-std::pair<std::string, std::string> split_input(const std::string& s) {
-  const auto eq = s.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
-    throw Error("--input expects name=file.npy, got '" + s + "'");
-  return {s.substr(0, eq), s.substr(eq + 1)};
-}
-
-/// HuggingFace's defaults for the [batch, seq] i64 extras of token models (as `rlx run`).
-std::optional<ir::Tensor> hf_default(const std::string& name, const ir::Shape& s) {
-  if (s.rank() != 2 || s.dtype != ir::DType::i64 || !s.is_static())
-    return std::nullopt;
-  if (name != "position_ids" && name != "token_type_ids" && name != "attention_mask")
-    return std::nullopt;
-  ir::Tensor t(s);
-  const std::int64_t seq = s[1].size();
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_i64(i, name == "position_ids" ? i % seq : name == "attention_mask" ? 1 : 0);
-  return t;
-}
-
 struct Grad {
   ModelArgs model;
   std::vector<std::string> inputs;
@@ -54,7 +33,7 @@ struct Grad {
     // Inputs: the files given (converted within a kind, like `rlx run`), then the sizes they fix.
     runtime::TensorMap in;
     for (const auto& s : inputs) {
-      auto [name, path] = split_input(s);
+      auto [name, path] = split_pair(s, "--input");
       const ir::NodeId leaf = m.graph.find_leaf(name);
       if (!leaf.valid())
         throw Error("--input " + name + ": the model has no input '" + name + "'");
@@ -83,7 +62,7 @@ struct Grad {
       const std::string& name = forward.node(id).attr<ir::LeafAttrs>().name;
       if (in.count(name))
         continue;
-      if (auto d = hf_default(name, forward.shape(id)))
+      if (auto d = hf_default(name, forward.shape(id), {}))
         in.emplace(name, *d);
       else if (random_inputs)
         in.emplace(name, random.at(name));

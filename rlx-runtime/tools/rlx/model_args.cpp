@@ -530,4 +530,30 @@ void load_weights(runtime::Executable& exe, const ModelArgs& a, const ResolvedMo
   }
 }
 
+// Splits "name=path"; throws naming the flag on a malformed pair.
+std::pair<std::string, std::string> split_pair(const std::string& s, const char* flag) {
+  const auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    throw Error(std::string(flag) + " expects name=file.npy, got '" + s + "'");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+// The [batch, seq] i64 defaults HuggingFace uses for inputs a caller leaves out: positions
+// 0..seq-1, token type 0, attention everywhere.
+std::optional<ir::Tensor> hf_default(const std::string& name, const ir::Shape& type,
+                                     const ir::Bindings& b) {
+  if (type.rank() != 2 || type.dtype != ir::DType::i64)
+    return std::nullopt;
+  if (name != "position_ids" && name != "token_type_ids" && name != "attention_mask")
+    return std::nullopt;
+  const ir::Shape s = type.bind(b);
+  if (!s.is_static())
+    return std::nullopt;
+  ir::Tensor t(s);
+  const std::int64_t seq = s[1].size();
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.set_i64(i, name == "position_ids" ? i % seq : name == "attention_mask" ? 1 : 0);
+  return t;
+}
+
 } // namespace rlx::cli

@@ -83,4 +83,13 @@ runtime::CompileOptions compile_options(const ModelArgs& a, const ResolvedModel&
 /// error unless --allow-extra-weights), else seeded random values (--seed).
 void load_weights(runtime::Executable& exe, const ModelArgs& a, const ResolvedModel& m);
 
+/// Splits "name=path" (of \p flag, e.g. "--input"); throws naming the flag on a malformed pair.
+std::pair<std::string, std::string> split_pair(const std::string& s, const char* flag);
+
+/// The [batch, seq] i64 defaults HuggingFace uses for inputs a caller leaves out (positions
+/// 0..seq-1, token type 0, attention everywhere) for input \p name of \p type under \p b;
+/// nullopt for any other input or a size \p b leaves symbolic.
+std::optional<ir::Tensor> hf_default(const std::string& name, const ir::Shape& type,
+                                     const ir::Bindings& b);
+
 } // namespace rlx::cli
