@@ -264,6 +264,16 @@ Graph grad_with_loss(const Graph& forward, const std::vector<NodeId>& wrt,
 
 namespace rlx::autodiff::detail {
 
+NodeId append_gradient(ir::Graph& g, NodeId loss, NodeId leaf) {
+  Walker walk(g);
+  walk.mark_reach({leaf});
+  Grads grads;
+  grads.of[loss] = full(walk.builder(), g.shape(loss), 1.0);
+  walk.backprop(loss, 0, grads);
+  auto it = grads.of.find(leaf);
+  return it != grads.of.end() ? it->second : NodeId{};
+}
+
 ir::Graph vjp_body(const ir::Graph& body, std::size_t wrt_input) {
   Graph g = body;
   g.set_name(body.name() + "_vjp" + std::to_string(wrt_input));

@@ -40,6 +40,14 @@ std::vector<NodeId> inline_graph(Builder& b, const ir::Graph& sub, std::span<con
 /// \p wrt_input: a graph with \p body's Inputs plus a last Input "d_output" of the output's type,
 /// whose one output is the gradient (zeros when none reaches that Input). Used by If's rule.
 ir::Graph vjp_body(const ir::Graph& body, std::size_t wrt_input);
+/// Appends to \p g the reverse-mode gradient of the one-element float value \p loss with respect
+/// to leaf \p leaf (in place, no compaction: every existing id stays valid). \returns the
+/// gradient's id, or an invalid id when no gradient reaches \p leaf. Used by nth_order_grad.
+NodeId append_gradient(ir::Graph& g, NodeId loss, NodeId leaf);
+/// Exact local simplification of an AD graph: common subexpressions merged (rlx-fusion's node
+/// key), x * 1, x + 0, x - 0, -(-x), an Expand / Reshape to the operand's own type removed; then
+/// compact(). Keeps the interface and the outputs' values bit for bit.
+void simplify_ad(ir::Graph& g);
 /// Throws AutodiffError "<what>: <node description>: <why>".
 [[noreturn]] void fail(const std::string& why);
 
