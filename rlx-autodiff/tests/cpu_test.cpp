@@ -8,6 +8,7 @@
 // stage, compounded over the chain, stays well below the bound, while a wrong kernel or a wrong
 // plan (an O(1) error) does not.
 #include "rlx/autodiff/grad.hpp"
+#include "rlx/autodiff/vmap.hpp"
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/builder.hpp"
@@ -59,8 +60,7 @@ Values values_for(const Graph& g, std::int64_t int_bound) {
 
 /// Differentiates \p g (one scalar loss) with respect to every param, compiles the gradient graph
 /// for the CPU, runs it and compares every output with the reference interpreter.
-void expect_cpu_matches_reference(const Graph& g, std::int64_t int_bound) {
-  Graph gg = autodiff::grad_with_loss(g, autodiff::float_params(g));
+void expect_compiled_matches_reference(const Graph& gg, std::int64_t int_bound) {
   Values v = values_for(gg, int_bound);
   cpu::CpuBackend backend;
   compile::CompileResult r = compile::CompilePipeline(backend).run(gg);
@@ -80,9 +80,14 @@ void expect_cpu_matches_reference(const Graph& g, std::int64_t int_bound) {
       double w = want[o].get_f64(i), d = std::fabs(got.get_f64(i) - w);
       worst = std::max(worst, d / (2e-4 + 2e-3 * std::fabs(w)));
     }
-    EXPECT_LE(worst, 1.0) << g.name() << " output " << o << " (0 = loss, then the params in "
+    EXPECT_LE(worst, 1.0) << gg.name() << " output " << o << " (0 = loss, then the params in "
                           << "order): worst error / bound " << worst;
   }
+}
+
+void expect_cpu_matches_reference(const Graph& g, std::int64_t int_bound) {
+  expect_compiled_matches_reference(autodiff::grad_with_loss(g, autodiff::float_params(g)),
+                                    int_bound);
 }
 
 NodeId xent_head(Builder& b, NodeId x, std::int64_t tokens, std::int64_t hidden,
@@ -145,6 +150,50 @@ TEST(CpuGradient, LlamaBlockGqa) {
   x = b.rms_norm(x, p("final_norm", {H}), 1e-6);
   b.output(xent_head(b, x, B * S, H, vocab));
   expect_cpu_matches_reference(g, vocab);
+}
+
+// ---- vmap: batched graphs compile for the CPU ------------------------------------------------
+
+/// Per-example gradients: vmap over the example axis of the gradient graph of \p g (one example
+/// per run), compiled for the CPU against the reference interpreter.
+void expect_cpu_per_example_grads(const Graph& g, std::int64_t examples, std::int64_t int_bound) {
+  Graph gg = autodiff::grad_with_loss(g, autodiff::float_params(g));
+  std::vector<autodiff::BatchedInput> batched;
+  for (NodeId in : gg.inputs())
+    batched.push_back({gg.node(in).attr<ir::LeafAttrs>().name, 0});
+  autodiff::VmapOptions o;
+  o.size = examples;
+  expect_compiled_matches_reference(autodiff::vmap(gg, batched, o), int_bound);
+}
+
+TEST(CpuVmap, PerExampleGradientsOfAnMlp) {
+  Graph g("mlp_example");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({1, 12}));
+  NodeId h = b.linear(x, b.param("w1", Shape::of({32, 12})), b.param("b1", Shape::of({32})),
+                      ir::Activation::gelu);
+  b.output(xent_head(b, h, 1, 32, 5));
+  expect_cpu_per_example_grads(g, 6, 5);
+}
+
+TEST(CpuVmap, PerExampleGradientsOfALlamaBlock) {
+  // Attention and RoPE fold the vmap batch into their own batch dim; GQA, causal mask.
+  const std::int64_t S = 6, H = 16, heads = 4, kv = 2, F = 24, vocab = 12;
+  Graph g("llama_example");
+  Builder b(g);
+  auto p = [&](const std::string& n, std::vector<std::int64_t> s) {
+    return b.param(n, Shape::of(s));
+  };
+  NodeId x = b.gather(p("emb", {vocab, H}), b.input("ids", Shape::of({1, S}, DType::i64)), 0);
+  ir::LlamaBlockAttrs a;
+  a.num_heads = heads;
+  a.num_kv_heads = kv;
+  x = b.llama_block({x, p("attn_norm", {H}), p("wq", {H, H}), p("wk", {kv * H / heads, H}),
+                     p("wv", {kv * H / heads, H}), p("wo", {H, H}), p("ffn_norm", {H}),
+                     p("w_gate", {F, H}), p("w_up", {F, H}), p("w_down", {H, F})},
+                    a);
+  b.output(xent_head(b, x, S, H, vocab));
+  expect_cpu_per_example_grads(g, 3, vocab);
 }
 
 } // namespace
