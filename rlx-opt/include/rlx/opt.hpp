@@ -4,7 +4,9 @@
 
 #include "rlx/autodiff/grad.hpp"
 #include "rlx/autodiff/jvp.hpp"
+#include "rlx/autodiff/transforms.hpp"
 #include "rlx/autodiff/vjp_rules.hpp"
+#include "rlx/autodiff/vmap.hpp"
 #include "rlx/compile/backend.hpp"
 #include "rlx/compile/cost_model.hpp"
 #include "rlx/compile/inspect.hpp"
@@ -27,8 +29,9 @@ namespace rlx::opt {
 namespace fusion = ::rlx::fusion;
 /// The compile pipeline, passes, legalisation, memory planner and inspection (rlx-compile).
 namespace compile = ::rlx::compile;
-/// Reverse-mode differentiation: grad_with_loss, the VJP rule table, prepare_graph_for_ad
-/// (rlx-autodiff).
+/// Differentiation and batching (rlx-autodiff): grad_with_loss, jvp, hvp, nth_order_grad, vmap,
+/// promote_params_to_inputs, prepare_graph_for_ad, their module forms, and the VJP / JVP /
+/// batching rule tables.
 namespace autodiff = ::rlx::autodiff;
 
 } // namespace rlx::opt
