@@ -47,18 +47,20 @@ NodeId elementwise(Ctx& c) {
 
 // ---- movement ---------------------------------------------------------------------------------
 
-NodeId reshape(Ctx& c) {
+/// [B] + the node's per-example dims: a Reshape / Expand target with its -1 entries resolved (an
+/// inferred Reshape dim needs static inputs, which a symbolic batch is not).
+std::vector<Dim> batched_dims(Ctx& c) {
   std::vector<Dim> t{c.size};
-  const auto& target = c.node.attr<ir::TargetShapeAttrs>().shape;
-  t.insert(t.end(), target.begin(), target.end());
-  return c.b.reshape(c.in[0], t);
+  t.insert(t.end(), c.node.shape.dims.begin(), c.node.shape.dims.end());
+  return t;
+}
+
+NodeId reshape(Ctx& c) {
+  return c.b.reshape(c.in[0], batched_dims(c));
 }
 
 NodeId expand(Ctx& c) {
-  const auto& target = c.node.attr<ir::TargetShapeAttrs>().shape;
-  std::vector<Dim> t{c.size};
-  t.insert(t.end(), target.begin(), target.end());
-  return c.b.expand(c.aligned(0, target.size()), t);
+  return c.b.expand(c.aligned(0, c.node.shape.rank()), batched_dims(c));
 }
 
 NodeId transpose(Ctx& c) {
