@@ -155,8 +155,10 @@ Graph prepare_for_vmap(const Graph& src, const std::map<std::string, std::int64_
 
 /// The walk: copies \p src into a new graph, batching what depends on a batched Input.
 /// \p axes: batched Input name -> axis of the batch dim in the values fed (normalised).
+/// \p out_axis absent (a sub-graph): output i is batched at axis 0 when \p body_out[i] (all when
+/// empty), and must be unbatched otherwise.
 Graph vmap_impl(const Graph& src, const std::map<std::string, std::int64_t>& axes, const Dim& size,
-                std::optional<std::int64_t> out_axis) {
+                std::optional<std::int64_t> out_axis, const std::vector<bool>& body_out = {}) {
   Graph g = prepare_for_vmap(src, axes);
   Graph dst(src.name() + "_vmap");
   Builder b(dst);
@@ -213,9 +215,17 @@ Graph vmap_impl(const Graph& src, const std::map<std::string, std::int64_t>& axe
     val[i] = {r, true};
   }
   std::vector<NodeId> outs;
-  for (NodeId o : g.outputs()) {
+  for (std::size_t k = 0; k < g.outputs().size(); ++k) {
+    NodeId o = g.outputs()[k];
     Value v = val[o.v];
-    if (!out_axis) { // vmap_body: every output batched at axis 0
+    if (!out_axis) { // vmap_body
+      if (!body_out.empty() && !body_out[k]) {
+        if (v.batched)
+          fail("internal: vmap: output " + std::to_string(k) + " of sub-graph '" + src.name() +
+               "' depends on a batched input");
+        outs.push_back(v.id);
+        continue;
+      }
       VmapContext ctx{b, g.node(o), {v.id}, {v.batched}, size, ir::describe(g, o)};
       outs.push_back(ctx.lifted(0));
       continue;
@@ -267,13 +277,14 @@ Graph vmap(const Graph& g, const std::vector<BatchedInput>& batched, const VmapO
 
 namespace detail {
 
-Graph vmap_body(const Graph& body, const std::vector<bool>& batched, const Dim& size) {
+Graph vmap_body(const Graph& body, const std::vector<bool>& batched, const Dim& size,
+                const std::vector<bool>& batched_outputs) {
   std::map<std::string, std::int64_t> axes;
   std::vector<NodeId> ins = body.inputs();
   for (std::size_t i = 0; i < ins.size() && i < batched.size(); ++i)
     if (batched[i])
       axes[body.node(ins[i]).attr<ir::LeafAttrs>().name] = 0;
-  return vmap_impl(body, axes, size, std::nullopt);
+  return vmap_impl(body, axes, size, std::nullopt, batched_outputs);
 }
 
 } // namespace detail

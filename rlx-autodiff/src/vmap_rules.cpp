@@ -356,6 +356,70 @@ bool if_pred_batched(const ir::Node&, std::uint32_t batched) {
   return (batched & 1u) != 0;
 }
 
+/// Which outputs of sub-graph \p g depend on its Inputs marked in \p in.
+std::vector<bool> outputs_reached(const ir::Graph& g, const std::vector<bool>& in) {
+  std::vector<char> reach(g.size(), 0);
+  std::size_t k = 0;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.node(NodeId(i));
+    if (n.op == OpKind::Input) {
+      reach[i] = k < in.size() && in[k];
+      ++k;
+    }
+    for (NodeId x : n.inputs)
+      reach[i] = reach[i] || reach[x.v];
+  }
+  std::vector<bool> r;
+  for (NodeId o : g.outputs())
+    r.push_back(reach[o.v] != 0);
+  return r;
+}
+
+/// The batched carries of a While: the batched operands, closed under the body (a carry the body
+/// computes from a batched carry is batched from the second iteration on).
+std::vector<bool> while_batched(const ir::Node& n, std::vector<bool> bat) {
+  const ir::Graph& body = *n.attr<ir::WhileAttrs>().body;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<bool> out = outputs_reached(body, bat);
+    for (std::size_t j = 0; j < out.size() && j < bat.size(); ++j)
+      if (out[j] && !bat[j]) {
+        bat[j] = true;
+        changed = true;
+      }
+  }
+  return bat;
+}
+
+/// Whether the loop condition reads a batched carry (then slices may stop at different
+/// iterations, and the While is unrolled with per-slice guards).
+bool while_cond_batched(const ir::Node& n, std::uint32_t mask) {
+  std::vector<bool> bat(n.inputs.size());
+  for (std::size_t i = 0; i < bat.size(); ++i)
+    bat[i] = i < 32 && ((mask >> i) & 1u);
+  return outputs_reached(*n.attr<ir::WhileAttrs>().cond, while_batched(n, bat))[0];
+}
+
+/// While whose condition reads only unbatched carries: every slice runs the same iterations, so
+/// the loop stays a While over the vmapped body (batched carries lifted once, before the loop).
+NodeId while_op(Ctx& c) {
+  const auto& a = c.node.attr<ir::WhileAttrs>();
+  std::vector<bool> bat = while_batched(c.node, c.batched);
+  if (outputs_reached(*a.cond, bat)[0])
+    c.fail("internal: the loop condition reads a batched carry");
+  std::vector<NodeId> init;
+  for (std::size_t i = 0; i < c.in.size(); ++i)
+    init.push_back(bat[i] ? c.lifted(i) : c.in[i]);
+  NodeId y = c.b.while_(init, vmap_body(*a.cond, bat, c.size, {false}),
+                        vmap_body(*a.body, bat, c.size, bat), a.max_iterations, a.output_index);
+  if (bat[static_cast<std::size_t>(a.output_index)])
+    return y;
+  std::vector<Dim> dims{c.size};
+  const Shape ys = c.b.shape(y);
+  dims.insert(dims.end(), ys.dims.begin(), ys.dims.end());
+  return c.b.expand(y, dims);
+}
+
 using Table = std::array<BatchRule, ir::kNumOps>;
 
 void set(Table& t, OpKind k, BatchFn fn) {
@@ -395,13 +459,15 @@ Table make_table() {
   t[static_cast<std::size_t>(OpKind::Conv2d)].decompose_when = conv_weight_batched;
   set(t, OpKind::If, if_op);
   t[static_cast<std::size_t>(OpKind::If)].decompose_when = if_pred_batched;
-  // Batched through their decompositions: HIR blocks, fused ops, the bounded loop (unrolled), a
-  // CustomFn (its body inlined; a custom VJP body does not survive vmap).
+  // Batched through their decompositions: HIR blocks, fused ops, regions, a CustomFn (its body
+  // inlined; a custom VJP body does not survive vmap).
   ir::for_each_op([&](OpKind k) {
     if (ir::is_hir(k) || ir::has_flag(k, ir::kFused))
       t[static_cast<std::size_t>(k)].via_decomposition = true;
   });
-  for (OpKind k : {OpKind::While, OpKind::CustomFn, OpKind::ElementwiseRegion})
+  set(t, OpKind::While, while_op);
+  t[static_cast<std::size_t>(OpKind::While)].decompose_when = while_cond_batched;
+  for (OpKind k : {OpKind::CustomFn, OpKind::ElementwiseRegion})
     t[static_cast<std::size_t>(k)].via_decomposition = true;
   t[static_cast<std::size_t>(OpKind::Custom)].unbatchable =
       "a user op from the CustomOpRegistry: its kernel sees one example and declares no batching";

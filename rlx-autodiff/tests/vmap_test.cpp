@@ -386,7 +386,15 @@ TEST(Vmap, WhileCarryingABatchedValue) {
   for (std::int64_t k = 0; k < 3; ++k)
     slices.push_back({{"x", random(Shape::of({2}, DType::f64), 50 + k, -0.5, 0.5)},
                       {"n", Tensor::scalar<std::int64_t>(k + 1)}});
+  auto whiles = [](const Graph& v) {
+    return std::count_if(v.nodes().begin(), v.nodes().end(),
+                         [](const ir::Node& nd) { return nd.op == OpKind::While; });
+  };
+  // The trip count shared: every slice runs the same iterations, the loop stays a While.
+  EXPECT_EQ(whiles(autodiff::vmap(g, {{"x", 0}})), 1);
   expect_vmap_matches_loop(g, {{"x", 0}}, 0, slices, {}, "while, batched carry");
+  // The trip count batched: slices stop at different iterations, the loop is unrolled (guarded).
+  EXPECT_EQ(whiles(autodiff::vmap(g, {{"x", 0}, {"n", 0}})), 0);
   expect_vmap_matches_loop(g, {{"x", 0}, {"n", 0}}, 0, slices, {}, "while, batched trip count");
 }
 

@@ -48,12 +48,12 @@ using BatchFn = ir::NodeId (*)(VmapContext&);
 /// ops.def (the completeness test checks it).
 struct BatchRule {
   BatchFn fn = nullptr; ///< a closed-form rule
-  /// The op is batched through its decomposition into other ops (HIR blocks, fused ops, While,
-  /// CustomFn, ElementwiseRegion), which vmap applies before the walk to the nodes that see a
-  /// batched value.
+  /// The op is batched through its decomposition into other ops (HIR blocks, fused ops, CustomFn,
+  /// ElementwiseRegion), which vmap applies before the walk to the nodes that see a batched value.
   bool via_decomposition = false;
   /// Per-node: a rule with \p fn may still need the decomposition for some operand combinations
-  /// (Conv2d with a batched weight, If with a batched predicate); bit i of \p batched is operand i.
+  /// (Conv2d with a batched weight, If with a batched predicate, While whose condition reads a
+  /// batched carry); bit i of \p batched is operand i.
   bool (*decompose_when)(const ir::Node& node, std::uint32_t batched) = nullptr;
   /// Why the op cannot be batched (Custom: its kernel sees one example); vmap over it is an
   /// AutodiffError naming the node and this reason. Null for batchable ops.
@@ -86,7 +86,9 @@ struct VmapOptions {
 ///
 /// Control flow: an If with an unbatched predicate becomes an If of the vmapped branches; one with
 /// a batched predicate is lowered to a select of both branches (an AutodiffError when a branch can
-/// fail or has effects); a While that carries a batched value is unrolled (rlx-ir's lower_while).
+/// fail or has effects); a While whose condition reads only unbatched carries stays a While over
+/// the vmapped body, one whose condition reads a batched carry is unrolled with per-slice guards
+/// (rlx-ir's lower_while; an AutodiffError when its body can fail).
 /// \returns a verified MIR graph with the same interface names. Throws AutodiffError naming the
 /// Input or the node (an unknown name, a Param, batch sizes that differ, an unbatchable op).
 ir::Graph vmap(const ir::Graph& g, const std::vector<BatchedInput>& batched,
