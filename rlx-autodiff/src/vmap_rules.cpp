@@ -9,6 +9,7 @@
 #include "vmap_internal.hpp"
 
 #include <array>
+#include <optional>
 
 namespace rlx::autodiff {
 
@@ -420,6 +421,28 @@ NodeId while_op(Ctx& c) {
   return c.b.expand(y, dims);
 }
 
+/// CustomFn: a CustomFn over the vmapped body, and over the vmapped VJP body (d_output batched),
+/// whose gradients of unbatched inputs are summed over the batch (every slice contributes), so the
+/// gradient of a vmapped graph still goes through the user's VJP.
+NodeId custom_fn(Ctx& c) {
+  const auto& a = c.node.attr<ir::CustomFnAttrs>();
+  std::optional<ir::Graph> vjp;
+  if (a.vjp) {
+    std::vector<bool> in_bat = c.batched;
+    in_bat.push_back(true);
+    ir::Graph v = vmap_body(*a.vjp, in_bat, c.size);
+    Builder vb(v);
+    std::vector<NodeId> outs(v.outputs().begin(), v.outputs().end());
+    for (std::size_t i = 0; i < outs.size() && i < c.batched.size(); ++i)
+      if (!c.batched[i])
+        outs[i] = vb.sum(outs[i], {0});
+    v.set_outputs(outs);
+    v.compact();
+    vjp = std::move(v);
+  }
+  return c.b.custom_fn(c.in, vmap_body(*a.body, c.batched, c.size), std::move(vjp));
+}
+
 using Table = std::array<BatchRule, ir::kNumOps>;
 
 void set(Table& t, OpKind k, BatchFn fn) {
@@ -459,16 +482,15 @@ Table make_table() {
   t[static_cast<std::size_t>(OpKind::Conv2d)].decompose_when = conv_weight_batched;
   set(t, OpKind::If, if_op);
   t[static_cast<std::size_t>(OpKind::If)].decompose_when = if_pred_batched;
-  // Batched through their decompositions: HIR blocks, fused ops, regions, a CustomFn (its body
-  // inlined; a custom VJP body does not survive vmap).
+  // Batched through their decompositions: HIR blocks, fused ops, regions.
   ir::for_each_op([&](OpKind k) {
     if (ir::is_hir(k) || ir::has_flag(k, ir::kFused))
       t[static_cast<std::size_t>(k)].via_decomposition = true;
   });
   set(t, OpKind::While, while_op);
   t[static_cast<std::size_t>(OpKind::While)].decompose_when = while_cond_batched;
-  for (OpKind k : {OpKind::CustomFn, OpKind::ElementwiseRegion})
-    t[static_cast<std::size_t>(k)].via_decomposition = true;
+  set(t, OpKind::CustomFn, custom_fn);
+  t[static_cast<std::size_t>(OpKind::ElementwiseRegion)].via_decomposition = true;
   t[static_cast<std::size_t>(OpKind::Custom)].unbatchable =
       "a user op from the CustomOpRegistry: its kernel sees one example and declares no batching";
   return t;

@@ -542,4 +542,56 @@ TEST(Vmap, PerExampleGradientsOfALlamaBlockEqualALoop) {
                            "llama per-example grads");
 }
 
+TEST(Vmap, CustomFnKeepsItsVjpBody) {
+  // body(x, w) = x * w; the VJP body says dx = 2 d w (deliberately not the derivative) and
+  // dw = d x, so a gradient that went through the inlined body instead would differ.
+  Graph body("body"), vjp("vjp");
+  {
+    Builder b(body);
+    NodeId x = b.input("x", Shape::of({3}, DType::f64));
+    NodeId w = b.input("w", Shape::of({3}, DType::f64));
+    b.output(b.mul(x, w));
+  }
+  {
+    Builder b(vjp);
+    NodeId x = b.input("x", Shape::of({3}, DType::f64));
+    NodeId w = b.input("w", Shape::of({3}, DType::f64));
+    NodeId d = b.input("d", Shape::of({3}, DType::f64));
+    b.output(b.mul(b.mul(d, w), b.scalar(2.0, DType::f64)));
+    b.output(b.mul(d, x));
+  }
+  Graph g("cfn");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({3}, DType::f64));
+  NodeId w = b.param("w", Shape::of({3}, DType::f64));
+  b.output(b.sum(b.custom_fn({x, w}, body, vjp), {}));
+  autodiff::VmapOptions o;
+  o.size = 4;
+  Graph v = autodiff::vmap(g, {{"x", 0}}, o);
+  EXPECT_EQ(std::count_if(v.nodes().begin(), v.nodes().end(),
+                          [](const ir::Node& n) { return n.op == OpKind::CustomFn; }),
+            1);
+  // The total loss over the batch, differentiated: dx per slice and dw summed over slices.
+  Graph total = v;
+  {
+    Builder tb(total);
+    total.set_outputs({tb.sum(total.outputs()[0], {})});
+  }
+  Graph gt = autodiff::grad_with_loss(total, {{"x", false}, {"w", true}});
+  Tensor xs = random(Shape::of({4, 3}, DType::f64), 70),
+         wv = random(Shape::of({3}, DType::f64), 71);
+  auto got = ir::reference::evaluate(gt, {{"x", xs}}, {{"w", wv}});
+  Graph g1 = autodiff::grad_with_loss(g, {{"x", false}, {"w", true}});
+  Tensor dw(Shape::of({3}, DType::f64));
+  for (std::int64_t k = 0; k < 4; ++k) {
+    auto one = ir::reference::evaluate(g1, {{"x", slice(xs, 0, k)}}, {{"w", wv}});
+    EXPECT_LE(rel_err(slice(got[1], 0, k), one[1]), 1e-12) << "dx of slice " << k;
+    for (std::int64_t i = 0; i < 3; ++i) {
+      EXPECT_DOUBLE_EQ(one[1].get_f64(i), 2 * wv.get_f64(i)); // the VJP body's marker
+      dw.set_f64(i, dw.get_f64(i) + one[2].get_f64(i));
+    }
+  }
+  EXPECT_LE(rel_err(got[2], dw), 1e-12);
+}
+
 } // namespace

@@ -48,7 +48,7 @@ using BatchFn = ir::NodeId (*)(VmapContext&);
 /// ops.def (the completeness test checks it).
 struct BatchRule {
   BatchFn fn = nullptr; ///< a closed-form rule
-  /// The op is batched through its decomposition into other ops (HIR blocks, fused ops, CustomFn,
+  /// The op is batched through its decomposition into other ops (HIR blocks, fused ops,
   /// ElementwiseRegion), which vmap applies before the walk to the nodes that see a batched value.
   bool via_decomposition = false;
   /// Per-node: a rule with \p fn may still need the decomposition for some operand combinations
