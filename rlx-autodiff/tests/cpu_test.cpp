@@ -7,16 +7,20 @@
 // is a chain of a few dozen ops each with an n-term f32 sum (n <= 64), so gamma_n ~ n u ~ 4e-6 per
 // stage, compounded over the chain, stays well below the bound, while a wrong kernel or a wrong
 // plan (an O(1) error) does not.
+#include "op_cases.hpp"
 #include "rlx/autodiff/grad.hpp"
+#include "rlx/autodiff/transforms.hpp"
 #include "rlx/autodiff/vmap.hpp"
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/builder.hpp"
+#include "rlx/ir/decompose.hpp"
 #include "rlx/ir/reference.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 namespace {
@@ -194,6 +198,69 @@ TEST(CpuVmap, PerExampleGradientsOfALlamaBlock) {
                     a);
   b.output(xent_head(b, x, S, H, vocab));
   expect_cpu_per_example_grads(g, 3, vocab);
+}
+
+/// The vmapped graph of conformance case \p c (every leaf an Input batched at axis 0, batch 3) as
+/// a case of its own: batched input types, the batched graph inlined as the node under test, the
+/// case's tolerance (the same kernels run, per slice, plus exact movement).
+conformance::OpCase vmapped_case(const conformance::OpCase& c) {
+  std::vector<std::string> params;
+  for (const auto& s : c.inputs)
+    if (s.param)
+      params.push_back(s.name);
+  Graph g = autodiff::promote_params_to_inputs(conformance::build_graph(c), params);
+  std::vector<autodiff::BatchedInput> batched;
+  for (const auto& s : c.inputs)
+    batched.push_back({s.name, 0});
+  autodiff::VmapOptions o;
+  o.size = 3;
+  auto v = std::make_shared<Graph>(autodiff::vmap(g, batched, o));
+  conformance::OpCase r = c;
+  r.name = c.name + "_vmap";
+  r.inputs.clear();
+  for (NodeId in : v->inputs()) {
+    const auto& name = v->node(in).attr<ir::LeafAttrs>().name;
+    for (const auto& s : c.inputs)
+      if (s.name == name) {
+        conformance::InputSpec b = s;
+        b.type = v->shape(in);
+        b.param = false;
+        r.inputs.push_back(b);
+      }
+  }
+  r.build = [v](Graph& gr, const std::vector<NodeId>& ins) {
+    Builder b(gr);
+    return ir::inline_subgraph(b, *v, ins, "vmapped case").at(0);
+  };
+  return r;
+}
+
+TEST(CpuVmap, EveryBatchableConformanceCaseCompilesAndMatches) {
+  conformance::register_conformance_custom_ops();
+  cpu::CpuBackend backend;
+  int passed = 0, skipped = 0;
+  for (const auto& c : conformance::op_cases()) {
+    const autodiff::BatchRule* rule = autodiff::batch_rule(c.op);
+    if (rule == nullptr || rule->unbatchable != nullptr || c.inputs.empty())
+      continue;
+    conformance::OpCase vc;
+    try {
+      vc = vmapped_case(c);
+    } catch (const autodiff::AutodiffError& e) { // fallible control flow (vmap_test checks it)
+      EXPECT_NE(std::string(e.what()).find("can fail at run time"), std::string::npos) << e.what();
+      continue;
+    }
+    conformance::CaseResult r = conformance::run_case(vc, backend);
+    if (r.status == conformance::CaseResult::Status::skipped) {
+      ++skipped;
+      continue;
+    }
+    EXPECT_EQ(r.status, conformance::CaseResult::Status::passed) << vc.name << ": " << r.message;
+    passed += r.status == conformance::CaseResult::Status::passed;
+  }
+  EXPECT_GT(passed, 300);
+  RecordProperty("passed", passed);
+  RecordProperty("skipped", skipped);
 }
 
 } // namespace
