@@ -74,11 +74,15 @@ TEST(ExportedFusion, LlamaBlockReachesTheBuilderKernels) {
   Fused f = compile_and_check("llama_block");
   EXPECT_EQ(f.kernels[ir::OpKind::RmsNorm], 2) << f.report;
   EXPECT_EQ(f.kernels[ir::OpKind::Attention], 1) << f.report;
+  // RoPE of Q and K from the constant cos / sin tables, moved behind the head Transposes, which
+  // the bshd attention then drops.
+  EXPECT_EQ(f.kernels[ir::OpKind::Rope], 2) << f.report;
+  EXPECT_EQ(f.kernels[ir::OpKind::Transpose], 0) << f.report;
   // Q / K / V in one product, gate / up in another.
   EXPECT_EQ(f.applied.count("shared_input_matmul") ? f.applied.at("shared_input_matmul") : 0, 5)
       << f.report;
   for (ir::OpKind k : {ir::OpKind::Softmax, ir::OpKind::Reduce, ir::OpKind::Sqrt, ir::OpKind::Pow,
-                       ir::OpKind::Sigmoid})
+                       ir::OpKind::Sigmoid, ir::OpKind::Neg, ir::OpKind::Narrow})
     EXPECT_EQ(f.kernels[k], 0) << ir::op_name(k) << " left unfused\n" << f.report;
 }
 
