@@ -14,10 +14,10 @@ namespace rlx::cpu {
 bool is_weight_concat(const ir::Graph& g, ir::NodeId id);
 
 /// The address of the concatenation computed by Concat node \p id (is_weight_concat), kept current
-/// by \p region: every operand weight gets a derived copy that writes its chunk of every row of one shared
-/// buffer (and can restore its plain bytes from them). Executables compiling the same concatenation
-/// against \p region share the buffer. \p reader is the executable; \p new_bytes is increased by
-/// the buffer's size.
+/// by \p region: every operand weight gets a derived copy that writes its chunk of every row of one
+/// shared buffer (and can restore its plain bytes from them). Executables compiling the same
+/// concatenation against \p region share the buffer. \p reader is the executable; \p new_bytes is
+/// increased by the buffer's size.
 std::byte* weight_concat(compile::WeightRegion& region, const ir::Graph& g, ir::NodeId id,
                          const void* reader, std::int64_t& new_bytes);
 
