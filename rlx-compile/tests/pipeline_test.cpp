@@ -97,9 +97,10 @@ TEST(Pipeline, StageOrder) {
   EXPECT_EQ(pipe.pass_names(),
             (std::vector<std::string>{
                 "lower-hir", "const-fold", "simplify", "cse", "fuse-gelu-spelling",
-                "fuse-layer-norm-spelling", "fuse-swiglu-matmul", "fuse-shared-input-matmul",
-                "fuse-swiglu", "fuse-attention", "fuse-matmul-bias-act", "mark-elementwise-regions",
-                "bind-symbols", "legalize", "dce", "memory-plan"}));
+                "fuse-layer-norm-spelling", "fuse-rms-norm-spelling", "fuse-rope-spelling",
+                "fuse-swiglu-matmul", "fuse-shared-input-matmul", "fuse-swiglu", "fuse-attention",
+                "fuse-matmul-bias-act", "mark-elementwise-regions", "bind-symbols", "legalize",
+                "dce", "memory-plan"}));
   CompileOptions o;
   o.fold_constants = false;
   o.specialize_params["w"] = ir::Tensor::scalar<float>(1);
@@ -107,9 +108,10 @@ TEST(Pipeline, StageOrder) {
   EXPECT_EQ(CompilePipeline(explicit_bc, o).pass_names(),
             (std::vector<std::string>{
                 "lower-hir", "specialize-params", "simplify", "cse", "fuse-gelu-spelling",
-                "fuse-layer-norm-spelling", "fuse-swiglu-matmul", "fuse-shared-input-matmul",
-                "fuse-swiglu", "fuse-attention", "fuse-matmul-bias-act", "mark-elementwise-regions",
-                "bind-symbols", "legalize", "legalize-broadcast", "dce", "memory-plan"}));
+                "fuse-layer-norm-spelling", "fuse-rms-norm-spelling", "fuse-rope-spelling",
+                "fuse-swiglu-matmul", "fuse-shared-input-matmul", "fuse-swiglu", "fuse-attention",
+                "fuse-matmul-bias-act", "mark-elementwise-regions", "bind-symbols", "legalize",
+                "legalize-broadcast", "dce", "memory-plan"}));
   // No fusion, or one pass turned off; the subset backend claims no fused op.
   CompileOptions nf;
   nf.fuse = false;
@@ -263,9 +265,9 @@ TEST(Pipeline, DumpsEveryStageWhenAsked) {
   for (const auto& e : fs::directory_iterator(dir))
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  ASSERT_EQ(files.size(), 16u); // input + 15 graph passes (8 of them fusion passes)
+  ASSERT_EQ(files.size(), 18u); // input + 17 graph passes (10 of them fusion passes)
   EXPECT_EQ(files.front(), "mlp.00.input.ir");
-  EXPECT_EQ(files.back(), "mlp.15.dce.ir");
+  EXPECT_EQ(files.back(), "mlp.17.dce.ir");
   fs::remove_all(dir);
 }
 

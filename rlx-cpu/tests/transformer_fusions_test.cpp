@@ -131,61 +131,100 @@ TEST(CpuTransformerFusions, OnnxSpelledAttentionRunsAsOneAttention) {
   EXPECT_EQ(r.listing.find("transpose"), std::string::npos) << r.listing;
 }
 
-/// Q / K / V projections of one input with biases (GQA widths 32, 16, 16).
-Graph qkv_graph() {
+/// Q / K / V projections of one input with biases (GQA widths 32, 16, 16); [N, K] weights read
+/// with transpose_b, or the [K, N] weights of an ONNX export (packed along axis 1).
+Graph qkv_graph(bool transpose_b = true) {
   Graph g("qkv");
   Builder b(g);
   NodeId x = b.input("x", Shape({2, 7, 32}));
   const char* names[] = {"q", "k", "v"};
   const std::int64_t rows[] = {32, 16, 16};
   for (int i = 0; i < 3; ++i) {
-    NodeId w = b.param(std::string(names[i]) + ".weight", Shape({rows[i], 32}));
+    NodeId w = b.param(std::string(names[i]) + ".weight",
+                       transpose_b ? Shape({rows[i], 32}) : Shape({32, rows[i]}));
     NodeId bias = b.param(std::string(names[i]) + ".bias", Shape({rows[i]}));
-    b.output(b.relu(b.add(b.matmul(x, w, false, true), bias)));
+    b.output(b.relu(b.add(b.matmul(x, w, false, transpose_b), bias)));
   }
   return g;
 }
 
 TEST(CpuTransformerFusions, QkvRunsAsOnePackedGemmWithTheConcatInTheWeightRegion) {
-  CpuRun r = check(qkv_graph(), 2e-5);
-  EXPECT_EQ(r.fusion.applied["shared_input_matmul_bias"], 3) << r.fusion.str();
-  // The packed weight and bias are derived copies of the weights: no concat kernel runs.
-  EXPECT_EQ(r.listing.find("concat"), std::string::npos) << r.listing;
+  for (bool tb : {true, false}) {
+    SCOPED_TRACE(tb);
+    CpuRun r = check(qkv_graph(tb), 2e-5);
+    EXPECT_EQ(r.fusion.applied["shared_input_matmul_bias"], 3) << r.fusion.str();
+    // The packed weight and bias are derived copies of the weights: no concat kernel runs.
+    EXPECT_EQ(r.listing.find("concat"), std::string::npos) << r.listing;
+  }
 }
 
 TEST(CpuTransformerFusions, WritingOneWeightRefreshesThePackedCopy) {
-  const Graph g = qkv_graph();
-  const cpu::CpuBackend backend;
-  ir::reference::TensorMap in, params, all;
-  std::uint64_t seed = 40;
-  for (NodeId id : g.inputs()) {
-    const auto& l = g.node(id).attr<ir::LeafAttrs>();
-    all[l.name] = in[l.name] = random_tensor(l.shape, seed++);
+  for (bool tb : {true, false}) {
+    SCOPED_TRACE(tb);
+    const Graph g = qkv_graph(tb);
+    const cpu::CpuBackend backend;
+    ir::reference::TensorMap in, params, all;
+    std::uint64_t seed = 40;
+    for (NodeId id : g.inputs()) {
+      const auto& l = g.node(id).attr<ir::LeafAttrs>();
+      all[l.name] = in[l.name] = random_tensor(l.shape, seed++);
+    }
+    for (NodeId id : g.params()) {
+      const auto& l = g.node(id).attr<ir::LeafAttrs>();
+      all[l.name] = params[l.name] = random_tensor(l.shape, seed++);
+    }
+    CpuRun first = run(g, backend, true, all);
+    EXPECT_EQ(first.fusion.applied["shared_input_matmul_bias"], 3) << first.fusion.str();
+    compile::CompileOptions o;
+    auto exe = backend.compile(compile::CompilePipeline(backend, o).run(g).lir);
+    for (const auto& [name, v] : all) {
+      if (name == "x")
+        exe->set_input(name, v);
+      else
+        exe->set_param(name, v);
+    }
+    exe->execute();
+    // A new K weight and V bias after the first run reach the packed copies.
+    params["k.weight"] = random_tensor(params["k.weight"].shape(), 99);
+    params["v.bias"] = random_tensor(params["v.bias"].shape(), 98);
+    exe->set_param("k.weight", params["k.weight"]);
+    exe->set_param("v.bias", params["v.bias"]);
+    exe->execute();
+    const auto want = ir::reference::evaluate(g, in, params);
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_LE(ir::max_abs_diff(exe->output(i), want[i]), 2e-5) << "output " << i;
   }
+}
+
+TEST(CpuTransformerFusions, PackedColumnsGiveTheirWeightsBack) {
+  // [K, N] weights packed along axis 1 (each weight a strided chunk of every packed row): an
+  // executable that later reads the weights plainly (the unfused graph) gets their bytes back
+  // from the packed copy, and both executables match the reference.
+  const Graph g = qkv_graph(false);
+  const cpu::CpuBackend backend;
+  auto weights = std::make_shared<compile::WeightRegion>();
+  ir::reference::TensorMap params;
+  std::uint64_t seed = 70;
   for (NodeId id : g.params()) {
     const auto& l = g.node(id).attr<ir::LeafAttrs>();
-    all[l.name] = params[l.name] = random_tensor(l.shape, seed++);
+    params[l.name] = random_tensor(l.shape, seed++);
+    weights->write(l.name, params[l.name]);
   }
-  CpuRun first = run(g, backend, true, all);
-  EXPECT_EQ(first.fusion.applied["shared_input_matmul_bias"], 3) << first.fusion.str();
-  compile::CompileOptions o;
-  auto exe = backend.compile(compile::CompilePipeline(backend, o).run(g).lir);
-  for (const auto& [name, v] : all) {
-    if (name == "x")
-      exe->set_input(name, v);
-    else
-      exe->set_param(name, v);
+  const Tensor x = random_tensor(g.shape(g.inputs()[0]), 77);
+  const auto want = ir::reference::evaluate(g, {{"x", x}}, params);
+  auto fused = backend.compile_with_weights(compile::CompilePipeline(backend).run(g).lir, weights);
+  EXPECT_FALSE(weights->plain_held("k.weight")); // the packed copy replaces the plain bytes
+  compile::CompileOptions nf;
+  nf.fuse = false;
+  auto plain =
+      backend.compile_with_weights(compile::CompilePipeline(backend, nf).run(g).lir, weights);
+  EXPECT_TRUE(weights->plain_held("k.weight"));
+  for (auto* e : {fused.get(), plain.get()}) {
+    e->set_input("x", x);
+    e->execute();
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_LE(ir::max_abs_diff(e->output(i), want[i]), 2e-5) << "output " << i;
   }
-  exe->execute();
-  // A new K weight and V bias after the first run reach the packed copies.
-  params["k.weight"] = random_tensor(params["k.weight"].shape(), 99);
-  params["v.bias"] = random_tensor(params["v.bias"].shape(), 98);
-  exe->set_param("k.weight", params["k.weight"]);
-  exe->set_param("v.bias", params["v.bias"]);
-  exe->execute();
-  const auto want = ir::reference::evaluate(g, in, params);
-  for (std::size_t i = 0; i < want.size(); ++i)
-    EXPECT_LE(ir::max_abs_diff(exe->output(i), want[i]), 2e-5) << "output " << i;
 }
 
 } // namespace

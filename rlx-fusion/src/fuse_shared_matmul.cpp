@@ -1,9 +1,11 @@
 // fuse_shared_matmul.cpp: fuse-shared-input-matmul. Projections of one input by several [N_i, K]
 // weights (Q / K / V, gate / up), each MatMul(x, W_i, transpose_b) and optionally + b_i, become
 // one MatMul against Concat(W_i) (+ Concat(b_i)) followed by Split (a tuple) and one Get per
-// projection. The Concat reads only weights (Params): a backend computes it when the weights are
-// bound or written, never per run (the CPU backend keeps it as a derived copy of the weights in
-// the weight region, rlx-cpu/src/weight_concat.cpp).
+// projection. Exporters (ONNX from PyTorch) store the weights as [K, N_i] and multiply without the
+// flag, MatMul(x, W_i): those group among themselves and concatenate along axis 1. The Concat reads
+// only weights (Params): a backend computes it when the weights are bound or written, never per run
+// (the CPU backend keeps it as a derived copy of the weights in the weight region,
+// rlx-cpu/src/weight_concat.cpp).
 //
 // The driver replaces one root per rewrite, so every member of a group rewrites on its own visit:
 // the first builds the packed product, the others find it among x's users and add their Get.
@@ -25,14 +27,20 @@ bool is_weight(const Graph& g, NodeId id) {
   return g.node(id).op == OpKind::Param && g.shape(id).rank() == 2;
 }
 
-/// MatMul(x, W, transpose_b) with W a 2-D weight: a projection of x.
+/// MatMul(x, W, transpose_b) with W a 2-D [N, K] weight, or MatMul(x, W) with W [K, N]: a
+/// projection of x.
 bool is_projection(const Graph& g, NodeId id, NodeId x) {
   const ir::Node& n = g.node(id);
   if (n.op != OpKind::MatMul || n.inputs[0] != x || n.inputs[1] == x)
     return false;
   const auto& a = n.attr<ir::MatMulAttrs>();
-  return !a.transpose_a && a.transpose_b && is_weight(g, n.inputs[1]) &&
+  return !a.transpose_a && is_weight(g, n.inputs[1]) &&
          g.shape(n.inputs[1]).dtype == g.shape(x).dtype;
+}
+
+/// Whether projection \p mm reads its weight transposed ([N, K]).
+bool transposed(const Graph& g, NodeId mm) {
+  return g.node(mm).attr<ir::MatMulAttrs>().transpose_b;
 }
 
 /// The bias Add of projection \p mm (its single user Add(mm, b) with b a [N] weight), or invalid.
@@ -51,12 +59,14 @@ NodeId bias_add(const Graph& g, NodeId mm) {
   return u;
 }
 
-/// The projections of x in node order (dead ones included, so every member of a group sees the
-/// same group while the driver rewrites them one by one).
-std::vector<NodeId> projections_of(const Graph& g, NodeId x) {
+/// The projections of x with weights of one layout (\p tb: [N, K]) in node order (dead ones
+/// included, so every member of a group sees the same group while the driver rewrites them one by
+/// one).
+std::vector<NodeId> projections_of(const Graph& g, NodeId x, bool tb) {
   std::vector<NodeId> out;
   for (NodeId u : g.users(x))
-    if (is_projection(g, u, x) && std::find(out.begin(), out.end(), u) == out.end())
+    if (is_projection(g, u, x) && transposed(g, u) == tb &&
+        std::find(out.begin(), out.end(), u) == out.end())
       out.push_back(u);
   std::sort(out.begin(), out.end(), [](NodeId a, NodeId b) { return a.v < b.v; });
   return out;
@@ -86,7 +96,7 @@ std::optional<Group> group_of(const Graph& g, NodeId root, bool with_bias) {
   grp.x = g.node(mm).inputs[0];
   if (!is_projection(g, mm, grp.x))
     return std::nullopt;
-  grp.mms = projections_of(g, grp.x);
+  grp.mms = projections_of(g, grp.x, transposed(g, mm));
   if (grp.mms.size() < 2)
     return std::nullopt;
   bool all_biased = true;
@@ -104,11 +114,11 @@ std::optional<Group> group_of(const Graph& g, NodeId root, bool with_bias) {
   return grp;
 }
 
-/// A Concat (axis 0) of exactly \p parts among the users of \p parts[0], or invalid.
-NodeId find_concat(const Graph& g, const std::vector<NodeId>& parts) {
+/// A Concat along \p axis of exactly \p parts among the users of \p parts[0], or invalid.
+NodeId find_concat(const Graph& g, const std::vector<NodeId>& parts, std::int64_t axis) {
   for (NodeId u : g.users(parts[0])) {
     const ir::Node& n = g.node(u);
-    if (n.op == OpKind::Concat && n.attr<ir::AxisAttrs>().axis == 0 && n.inputs == parts)
+    if (n.op == OpKind::Concat && n.attr<ir::AxisAttrs>().axis == axis && n.inputs == parts)
       return u;
   }
   return {};
@@ -117,7 +127,7 @@ NodeId find_concat(const Graph& g, const std::vector<NodeId>& parts) {
 /// The Split of the packed product of \p grp if an earlier member built it, or invalid.
 NodeId find_split(const Graph& g, const Group& grp, const std::vector<NodeId>& weights,
                   const std::vector<NodeId>& bias_values) {
-  const NodeId wc = find_concat(g, weights);
+  const NodeId wc = find_concat(g, weights, transposed(g, grp.mms[0]) ? 0 : 1);
   if (!wc.valid())
     return {};
   for (NodeId mm : g.users(wc)) {
@@ -126,7 +136,7 @@ NodeId find_split(const Graph& g, const Group& grp, const std::vector<NodeId>& w
       continue;
     NodeId packed = mm;
     if (!bias_values.empty()) {
-      const NodeId bc = find_concat(g, bias_values);
+      const NodeId bc = find_concat(g, bias_values, 0);
       packed = {};
       for (NodeId a : g.users(mm))
         if (g.node(a).op == OpKind::Add && g.node(a).inputs[1] == bc)
@@ -156,9 +166,10 @@ NodeId rewrite_group(ir::Builder& b, const Match& m, bool with_bias) {
   const Graph& g = b.graph();
   std::vector<NodeId> weights, bias_values;
   std::vector<std::int64_t> sizes;
+  const bool tb = transposed(g, grp.mms[0]);
   for (std::size_t i = 0; i < grp.mms.size(); ++i) {
     weights.push_back(g.node(grp.mms[i]).inputs[1]);
-    sizes.push_back(g.shape(weights.back())[0].size());
+    sizes.push_back(g.shape(weights.back())[tb ? 0 : 1].size());
     if (with_bias) {
       const ir::Node& a = g.node(grp.biases[i]);
       bias_values.push_back(a.inputs[0] == grp.mms[i] ? a.inputs[1] : a.inputs[0]);
@@ -166,7 +177,7 @@ NodeId rewrite_group(ir::Builder& b, const Match& m, bool with_bias) {
   }
   NodeId split = find_split(g, grp, weights, bias_values);
   if (!split.valid()) {
-    NodeId packed = b.matmul(grp.x, b.concat(weights, 0), false, true);
+    NodeId packed = b.matmul(grp.x, b.concat(weights, tb ? 0 : 1), false, tb);
     if (with_bias)
       packed = b.add(packed, b.concat(bias_values, 0));
     const auto rank = static_cast<std::int64_t>(b.shape(packed).rank());

@@ -20,6 +20,8 @@ namespace {
 const FusionPassInfo kFusionPasses[] = {
     {"fuse-gelu-spelling", {ir::OpKind::Gelu, ir::OpKind::GeluTanh}, make_fuse_gelu_spelling},
     {"fuse-layer-norm-spelling", {ir::OpKind::LayerNorm}, make_fuse_layer_norm_spelling},
+    {"fuse-rms-norm-spelling", {ir::OpKind::RmsNorm}, make_fuse_rms_norm_spelling},
+    {"fuse-rope-spelling", {ir::OpKind::Rope, ir::OpKind::Transpose}, make_fuse_rope_spelling},
     {"fuse-swiglu-matmul", {ir::OpKind::SwiGluMatMul}, make_fuse_swiglu_matmul},
     {"fuse-shared-input-matmul",
      {ir::OpKind::MatMul, ir::OpKind::Concat, ir::OpKind::Split, ir::OpKind::Get},

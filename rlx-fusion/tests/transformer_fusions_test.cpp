@@ -348,10 +348,34 @@ TEST(FuseSharedInputMatMul, AGroupWithAnUnbiasedMemberPacksOnlyTheProducts) {
   EXPECT_EQ(count_ops(out, OpKind::Add), 2); // the two biases stay on their parts
 }
 
-TEST(FuseSharedInputMatMul, UntransposedWeightsAndSingleProjectionsAreNotRecognised) {
+TEST(FuseSharedInputMatMul, UntransposedWeightsPackAlongTheirColumns) {
+  // The [K, N] weights of an ONNX export (MatMul(x, W), no flag) concatenate along axis 1.
+  for (bool bias : {false, true}) {
+    SCOPED_TRACE(bias);
+    FusionReport rep;
+    const Graph out = fuse(qkv_graph(bias, false, false), shared_input_matmul_patterns(), &rep);
+    EXPECT_EQ(count_ops(out, OpKind::MatMul), 1) << ir::print(out);
+    EXPECT_EQ(count_ops(out, OpKind::Split), 1);
+    EXPECT_EQ(rep.total_applied(), 3) << rep.str();
+    for (const auto& n : out.nodes())
+      if (n.op == OpKind::Concat && n.shape.rank() == 2) {
+        EXPECT_EQ(n.attr<ir::AxisAttrs>().axis, 1) << ir::print(out);
+      }
+  }
+}
+
+TEST(FuseSharedInputMatMul, LayoutsDoNotMixAndSingleProjectionsAreNotRecognised) {
+  Graph mixed("mixed");
+  {
+    Builder b(mixed);
+    NodeId x = b.input("x", Shape({3, 4}));
+    b.output(b.matmul(x, b.param("w_nk", Shape({2, 4})), false, true));
+    b.output(b.matmul(x, b.param("w_kn", Shape({4, 5})), false, false));
+  }
   FusionReport rep;
-  Graph out = fuse(qkv_graph(false, false, false), shared_input_matmul_patterns(), &rep);
-  EXPECT_EQ(count_ops(out, OpKind::MatMul), 3);
+  Graph out = fuse(mixed, shared_input_matmul_patterns(), &rep);
+  EXPECT_EQ(count_ops(out, OpKind::MatMul), 2) << ir::print(out);
+  EXPECT_EQ(count_ops(out, OpKind::Split), 0);
   Graph g("one");
   Builder b(g);
   NodeId x = b.input("x", Shape({3, 4}));

@@ -388,7 +388,9 @@ void Importer::bind_initializers(const pb::GraphProto& gp, Scope& scope, bool as
         throw Invalid("initializer '" + init.name() + "' is defined twice");
       ir::Tensor v = tensor_from_proto(init);
       NodeId id;
-      if (!as_params || v.numel() <= opts_.max_constant_elements) {
+      const bool param = v.numel() > opts_.max_constant_elements ||
+                         (opts_.float_initializers_as_params && ir::is_float(v.dtype()));
+      if (!as_params || !param) {
         id = b.constant(v);
       } else {
         id = b.param(init.name(), v.shape());

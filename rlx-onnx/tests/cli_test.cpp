@@ -6,10 +6,12 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/onnx/export.hpp"
 #include "rlx/runtime/npy.hpp"
+#include "rlx/runtime/safetensors.hpp"
 
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +73,56 @@ TEST(OnnxCli, RunInspectAndBenchAnOnnxFile) {
   auto [erc, eout] = rlx("run --onnx " + (dir / "bad.onnx").string() + " --random-inputs");
   EXPECT_NE(erc, 0);
   EXPECT_NE(eout.find("Acos node 'inv_cos': op Acos is not supported"), std::string::npos) << eout;
+  fs::remove_all(dir);
+}
+
+TEST(OnnxCli, GradOfAnOnnxFileHasOneGradientPerInitializer) {
+  // y = tanh(x W + b) with W [4, 3] and b [3]: small enough that the importer would make both
+  // Constants, but `rlx grad` takes every float initializer as a parameter. The loss is sum(y), so
+  // d/dW = x^T (1 - y^2) and d/db = the column sums of (1 - y^2), computed here in double.
+  fs::path dir = fs::temp_directory_path() / ("rlx_onnx_grad_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const ir::Tensor w = ir::Tensor::from<float>(
+      {4, 3}, {0.5f, -1, 0.25f, 0.2f, 1, -0.3f, -0.7f, 0.5f, 0, 0.1f, 0.2f, 0.3f});
+  const ir::Tensor bias = ir::Tensor::from<float>({3}, {0.1f, -0.2f, 0.3f});
+  testing::ModelBuilder mb;
+  mb.input("x", {2, 4}).initializer("W", w).initializer("b", bias);
+  mb.node("MatMul", {"x", "W"}, {"xw"});
+  mb.node("Add", {"xw", "b"}, {"z"});
+  mb.node("Tanh", {"z"}, {"y"});
+  mb.output("y");
+  {
+    std::ofstream f(dir / "lin.onnx", std::ios::binary);
+    f << mb.bytes();
+  }
+  const ir::Tensor xv = ir::Tensor::from<float>({2, 4}, {1, 2, -1, 0.5f, -0.5f, 0.25f, 2, -1});
+  runtime::write_npy((dir / "x.npy").string(), xv);
+  auto [rc, out] =
+      rlx("grad --onnx " + (dir / "lin.onnx").string() + " --input x=" + (dir / "x.npy").string() +
+          " --out " + (dir / "g.safetensors").string());
+  ASSERT_EQ(rc, 0) << out;
+  const auto grads = runtime::read_safetensors(dir / "g.safetensors").tensors;
+  ASSERT_EQ(grads.size(), 3u) << out;
+  ASSERT_TRUE(grads.count("W") && grads.count("b") && grads.count("loss")) << out;
+  double loss = 0;
+  std::vector<double> dz(6); // 1 - y^2 per [row, column]
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c) {
+      double z = bias.get_f64(c);
+      for (int k = 0; k < 4; ++k)
+        z += xv.get_f64(r * 4 + k) * w.get_f64(k * 3 + c);
+      loss += std::tanh(z);
+      dz[static_cast<std::size_t>(r * 3 + c)] = 1 - std::tanh(z) * std::tanh(z);
+    }
+  EXPECT_NEAR(grads.at("loss").get_f64(0), loss, 1e-5);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NEAR(grads.at("b").get_f64(c), dz[static_cast<std::size_t>(c)] + dz[3u + c], 1e-5);
+    for (int k = 0; k < 4; ++k)
+      EXPECT_NEAR(grads.at("W").get_f64(k * 3 + c),
+                  xv.get_f64(k) * dz[static_cast<std::size_t>(c)] + xv.get_f64(4 + k) * dz[3u + c],
+                  1e-5)
+          << "W[" << k << ", " << c << "]";
+  }
   fs::remove_all(dir);
 }
 

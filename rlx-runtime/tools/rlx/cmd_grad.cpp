@@ -28,6 +28,7 @@ struct Grad {
       throw Error("--target goes with --loss mse (the loss is " + loss + ")");
     if (!labels.empty() && kind != runtime::LossKind::xent)
       throw Error("--labels goes with --loss xent (the loss is " + loss + ")");
+    model.onnx_all_params = true; // --onnx: every float initializer is a parameter
     ResolvedModel m = resolve_model(model);
 
     // Inputs: the files given (converted within a kind, like `rlx run`), then the sizes they fix.

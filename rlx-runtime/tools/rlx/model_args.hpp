@@ -26,6 +26,9 @@ struct ModelArgs {
   std::string graph_file; ///< a graph JSON file instead of a built-in model
   std::string model_dir;  ///< a HuggingFace model folder (config.json + safetensors)
   std::string onnx_file;  ///< an ONNX model instead of a built-in model (rlx-onnx)
+  /// --onnx: every float initializer is a Param, however small (set by `rlx grad`: the
+  /// initializers are the parameters); else small ones are Constants that fold.
+  bool onnx_all_params = false;
   std::optional<int> layers, hidden, heads, kv_heads, ffn, vocab;
   std::optional<double> norm_eps, rope_theta;
   std::optional<std::int64_t> batch, seq;

@@ -18,6 +18,7 @@ ResolvedModel resolve_onnx(const ModelArgs& a) {
   // Exporters compute reshape targets from Shape, so the dynamic dims are bound at import time
   // (static shapes fold); other symbols stay symbolic.
   onnx::ImportOptions opts;
+  opts.float_initializers_as_params = a.onnx_all_params;
   opts.bindings = {{"batch", a.batch.value_or(1)}, {"seq", a.seq.value_or(128)}};
   for (const auto& [sym, v] : opts.bindings)
     if (v <= 0)

@@ -22,6 +22,10 @@ struct ImportOptions {
   /// Initializers with at most this many elements become Constants (so shape operands and small
   /// scalars fold); larger ones become Params whose values are returned in ImportedModel::params.
   std::int64_t max_constant_elements = 64;
+  /// Every floating-point initializer becomes a Param, whatever its size: the initializers are the
+  /// model's parameters (`rlx grad --onnx` asks for the gradient of each). Integer and bool
+  /// initializers still follow max_constant_elements, and every initializer still folds.
+  bool float_initializers_as_params = false;
   /// Sizes for symbolic dims (ONNX dim_param names, or "<input>_<axis>" for unnamed dynamic dims).
   /// A bound dim imports as a static size, so Shape-driven subgraphs over it fold.
   ir::Bindings bindings;
