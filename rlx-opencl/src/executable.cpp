@@ -95,7 +95,7 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
 
   plan_ = &plan;
   const ir::ClaimSet& claims = opencl_claims();
-  Lowerer lower(g, *this, rt_->program.get(), status_.get(), steps_, status_labels_, gemm);
+  Lowerer lower(g, *this, *rt_, status_.get(), steps_, status_labels_, gemm);
   for (ir::NodeId id : plan.schedule) {
     const ir::Node& n = g.node(id);
     const ir::BufferSlot& slot = plan.slot(id);
@@ -115,7 +115,7 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
       }
       continue;
     }
-    if (slot.storage == ir::Storage::none || n.shape.numel() == 0)
+    if (slot.storage == ir::Storage::none || (!n.shape.is_tuple() && n.shape.numel() == 0))
       continue;
     if (!claims.supports(g, id))
       throw Error("rlx-opencl: cannot run " + ir::describe(g, id) + " on " +

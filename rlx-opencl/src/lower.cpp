@@ -15,7 +15,8 @@ namespace {
 
 using ir::DType;
 using K = ir::OpKind;
-using Sizes = std::vector<std::int64_t>;
+
+} // namespace
 
 /// Strides (in elements) of a row-major operand of \p in read as the broadcast shape \p out:
 /// trailing-aligned, 0 where the operand has size 1 (or lacks the dim).
@@ -57,6 +58,8 @@ std::vector<std::int64_t> strided_meta(Sizes dims, std::vector<Sizes> strides) {
   return m;
 }
 
+namespace {
+
 /// The product of dims [from, to) of \p s (to clamped to the rank).
 std::int64_t product(const Sizes& s, std::size_t from, std::size_t to) {
   to = std::min(to, s.size());
@@ -85,6 +88,8 @@ std::string sized(const char* family, std::size_t bytes) {
                 "-byte elements");
   }
 }
+
+} // namespace
 
 int unary_code(K op) {
   switch (op) {
@@ -145,6 +150,8 @@ int binary_code(K op) {
     throw Error("rlx-opencl: not a binary op");
   }
 }
+
+namespace {
 
 // ---- op families ------------------------------------------------------------------------------
 
@@ -293,18 +300,24 @@ void lower_gather(Lowerer& L) {
   L.range1(n.shape.numel());
 }
 
-void lower_matmul(Lowerer& L) {
+// The GEMM epilogue word (matmul.cl: EPI_*; the activation code is rlx::ir::Activation's order).
+constexpr int kEpiBias = 0x100;
+constexpr int kEpiGlu = 0x200;
+
+/// One GEMM launch: the node's buffer = epilogue(op(a) · op(b)) with MatMul's transpose flags and
+/// batch broadcasting; \p bias (invalid: none) is [N]; \p epi the epilogue word.
+void gemm(Lowerer& L, ir::NodeId an, ir::NodeId bn, bool transpose_a, bool transpose_b,
+          ir::NodeId bias, int epi) {
   const ir::Graph& g = L.graph();
   const ir::Node& n = g.node(L.node());
-  const auto& at = n.attr<ir::MatMulAttrs>();
-  const Sizes a = g.shape(n.inputs[0]).sizes(), b = g.shape(n.inputs[1]).sizes();
+  const Sizes a = g.shape(an).sizes(), b = g.shape(bn).sizes();
   const Sizes out = n.shape.sizes();
   const std::size_t r = out.size();
   std::int64_t M = out[r - 2], N = out[r - 1];
-  const std::int64_t Kd = at.transpose_a ? a[a.size() - 2] : a[a.size() - 1];
+  const std::int64_t Kd = transpose_a ? a[a.size() - 2] : a[a.size() - 1];
   // A(m, k) and B(k, n) through strides: a transpose flag swaps them, no copy.
-  const std::int64_t a_rs = at.transpose_a ? 1 : Kd, a_cs = at.transpose_a ? M : 1;
-  const std::int64_t b_rs = at.transpose_b ? 1 : N, b_cs = at.transpose_b ? Kd : 1;
+  const std::int64_t a_rs = transpose_a ? 1 : Kd, a_cs = transpose_a ? M : 1;
+  const std::int64_t b_rs = transpose_b ? 1 : N, b_cs = transpose_b ? Kd : 1;
   // Batch strides: trailing-aligned, 0 where an operand's batch dim is 1 or missing.
   const Sizes batch(out.begin(), out.end() - 2);
   auto batch_strides = [&](const Sizes& s) {
@@ -323,7 +336,7 @@ void lower_matmul(Lowerer& L) {
   const bool shared_b = std::all_of(bbs.begin(), bbs.end(), [](std::int64_t s) { return s == 0; });
   const bool full_a = std::all_of(abs.begin(), abs.end(), [](std::int64_t s) { return s != 0; }) &&
                       product(Sizes(a.begin(), a.end() - 2)) == product(batch);
-  if (!batch.empty() && shared_b && !at.transpose_a && full_a) {
+  if (!batch.empty() && shared_b && !transpose_a && full_a) {
     M *= product(batch);
     dims.clear();
     abs.clear();
@@ -336,12 +349,14 @@ void lower_matmul(Lowerer& L) {
   const bool tiled =
       L.gemm() == GemmKernel::tiled || (L.gemm() == GemmKernel::automatic && M >= 64);
   Step& s = L.launch(tiled ? "matmul_f32_k" : "matmul_rows_f32_k");
-  L.tensor(n.inputs[0], 4);
-  L.tensor(n.inputs[1], 4);
+  L.tensor(an, 4);
+  L.tensor(bn, 4);
   L.tensor(L.node(), 4);
   for (std::int64_t v : {M, N, Kd, a_rs, a_cs, b_rs, b_cs})
     L.arg<cl_long>(v);
   L.meta(meta);
+  L.tensor(bias.valid() ? bias : an, 4);
+  L.arg<cl_int>(epi | (bias.valid() ? kEpiBias : 0));
   s.dims = 3;
   s.global[2] = static_cast<std::size_t>(product(dims));
   s.local[2] = 1;
@@ -356,6 +371,50 @@ void lower_matmul(Lowerer& L) {
     s.local[0] = 64;
     s.local[1] = 1;
   }
+}
+
+void lower_matmul(Lowerer& L) {
+  const ir::Node& n = L.graph().node(L.node());
+  const auto& at = n.attr<ir::MatMulAttrs>();
+  gemm(L, n.inputs[0], n.inputs[1], at.transpose_a, at.transpose_b, ir::NodeId{}, 0);
+}
+
+/// MatMulBiasAct: one GEMM whose epilogue adds the bias and applies the activation.
+void lower_matmul_bias_act(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const auto& at = n.attr<ir::MatMulBiasActAttrs>();
+  ir::NodeId bias{};
+  if (n.inputs.size() > 2) {
+    bias = n.inputs[2];
+    const std::int64_t N = n.shape.sizes().back();
+    if (g.shape(bias).numel() != N)
+      throw Error("rlx-opencl: " + ir::describe(g, L.node()) + ": the bias must have " +
+                  std::to_string(N) + " elements (one per column)");
+  }
+  gemm(L, n.inputs[0], n.inputs[1], at.transpose_a, at.transpose_b, bias, static_cast<int>(at.act));
+}
+
+/// SwiGluMatMul: the gate product into the result, then the up product whose epilogue reads it
+/// back: silu(gate) * up, element by element, by the item that wrote it (no scratch buffer).
+void lower_swiglu_matmul(Lowerer& L) {
+  const ir::Node& n = L.graph().node(L.node());
+  if (n.shape.rank() < 2)
+    throw Error("rlx-opencl: " + ir::describe(L.graph(), L.node()) +
+                ": swiglu_matmul needs x of rank 2 or more");
+  gemm(L, n.inputs[0], n.inputs[1], false, true, ir::NodeId{}, 0);
+  gemm(L, n.inputs[0], n.inputs[2], false, true, ir::NodeId{}, kEpiGlu);
+}
+
+/// SwiGlu: silu(gate) * up over equal shapes.
+void lower_swiglu(Lowerer& L) {
+  const ir::Node& n = L.graph().node(L.node());
+  L.launch("swiglu_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(n.inputs[1], 4);
+  L.tensor(L.node(), 4);
+  L.arg<cl_long>(n.shape.numel());
+  L.range1(n.shape.numel());
 }
 
 void lower_reduce(Lowerer& L) {
@@ -543,11 +602,11 @@ void lower_dequantize(Lowerer& L) {
 
 } // namespace
 
-Step& Lowerer::launch(const char* name) {
+Step& Lowerer::launch(const char* name, cl_program program) {
   const ir::Node& n = g_.node(id_);
   cl_int err = CL_SUCCESS;
   Step s;
-  s.kernel = Kernel(clCreateKernel(program_, name, &err));
+  s.kernel = Kernel(clCreateKernel(program ? program : program_, name, &err));
   check(err, std::string("clCreateKernel ") + name);
   s.label = "%" + std::to_string(id_.v) + " " + std::string(ir::op_name(n.op)) + " [" + name + "]";
   steps_.push_back(std::move(s));
@@ -640,6 +699,12 @@ void Lowerer::lower(ir::NodeId id) {
     return lower_where(*this);
   case K::MatMul:
     return lower_matmul(*this);
+  case K::MatMulBiasAct:
+    return lower_matmul_bias_act(*this);
+  case K::SwiGlu:
+    return lower_swiglu(*this);
+  case K::SwiGluMatMul:
+    return lower_swiglu_matmul(*this);
   case K::Reshape:
   case K::Transpose:
   case K::Narrow:
@@ -662,6 +727,8 @@ void Lowerer::lower(ir::NodeId id) {
     return lower_rope(*this);
   case K::Dequantize:
     return lower_dequantize(*this);
+  case K::ElementwiseRegion:
+    return lower_region(*this);
   case K::Input:
   case K::Param:
   case K::Constant:
@@ -676,7 +743,6 @@ void Lowerer::lower(ir::NodeId id) {
   case K::While:
   case K::Custom:
   case K::CustomFn:
-  case K::ElementwiseRegion:
   case K::Split:
   case K::Get:
   case K::Quantize:
@@ -686,9 +752,6 @@ void Lowerer::lower(ir::NodeId id) {
   case K::SwiGluFfn:
   case K::BertLayer:
   case K::LlamaBlock:
-  case K::MatMulBiasAct:
-  case K::SwiGlu:
-  case K::SwiGluMatMul:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));
