@@ -342,12 +342,25 @@ void gemm(Lowerer& L, ir::NodeId an, ir::NodeId bn, bool transpose_a, bool trans
     abs.clear();
     bbs.clear();
   }
+  if (dims.empty() && (epi & kEpiGlu) == 0 && use_clblast(L.gemm(), M, N, Kd)) {
+    // One SGEMM, then the bias + activation in place when there is an epilogue.
+    clblast_gemm(L, an, bn, transpose_a, transpose_b, M, N, Kd);
+    if (epi != 0 || bias.valid()) {
+      L.launch("epilogue_f32_k");
+      L.tensor(L.node(), 4);
+      L.tensor(bias.valid() ? bias : an, 4);
+      L.arg<cl_long>(M * N);
+      L.arg<cl_long>(N);
+      L.arg<cl_int>(epi | (bias.valid() ? kEpiBias : 0));
+      L.range1(M * N);
+    }
+    return;
+  }
   std::vector<std::int64_t> meta{static_cast<std::int64_t>(dims.size())};
   meta.insert(meta.end(), dims.begin(), dims.end());
   meta.insert(meta.end(), abs.begin(), abs.end());
   meta.insert(meta.end(), bbs.begin(), bbs.end());
-  const bool tiled =
-      L.gemm() == GemmKernel::tiled || (L.gemm() == GemmKernel::automatic && M >= 64);
+  const bool tiled = L.gemm() == GemmKernel::tiled || (L.gemm() != GemmKernel::rows && M >= 64);
   Step& s = L.launch(tiled ? "matmul_f32_k" : "matmul_rows_f32_k");
   L.tensor(an, 4);
   L.tensor(bn, 4);
@@ -612,6 +625,19 @@ Step& Lowerer::launch(const char* name, cl_program program) {
   steps_.push_back(std::move(s));
   next_arg_ = 0;
   return steps_.back();
+}
+
+Step& Lowerer::call(std::function<void(cl_command_queue)> fn, const std::string& what) {
+  Step s;
+  s.call = std::move(fn);
+  s.label = "%" + std::to_string(id_.v) + " " + std::string(ir::op_name(g_.node(id_).op)) + " [" +
+            what + "]";
+  steps_.push_back(std::move(s));
+  return steps_.back();
+}
+
+Loc Lowerer::loc(ir::NodeId n) const {
+  return exe_.loc(g_, n);
 }
 
 void Lowerer::tensor(ir::NodeId n, std::int64_t unit, std::int64_t extra) {

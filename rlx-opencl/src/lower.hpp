@@ -6,6 +6,7 @@
 #include "rlx/ir/graph.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ public:
   /// A new launch step of kernel \p name (of \p program, default the main program) labelled
   /// for the current node.
   Step& launch(const char* name, cl_program program = nullptr);
+  /// Appends a step that calls \p fn on the queue (a library that enqueues its own work).
+  Step& call(std::function<void(cl_command_queue)> fn, const std::string& what);
+  /// The (buffer, byte offset) of node \p n's buffer.
+  Loc loc(ir::NodeId n) const;
   /// Sets the next argument of the last launch.
   template <class T> void arg(const T& v);
   /// Sets a (buffer, offset in units of \p unit bytes) argument pair for node \p n's buffer, plus
@@ -86,6 +91,12 @@ private:
   ir::NodeId id_{};
   cl_uint next_arg_ = 0;
 };
+
+/// Whether the product [M, K] · [K, N] runs on CLBlast under GEMM choice \p k (clblast.cpp).
+bool use_clblast(GemmKernel k, std::int64_t M, std::int64_t N, std::int64_t K);
+/// Appends one CLBlast SGEMM step: the current node's buffer = op(a) · op(b), row-major, [M, N].
+void clblast_gemm(Lowerer& L, ir::NodeId a, ir::NodeId b, bool transpose_a, bool transpose_b,
+                  std::int64_t M, std::int64_t N, std::int64_t K);
 
 /// Lowers the current node, an ElementwiseRegion, to one generated kernel (region.cpp).
 void lower_region(Lowerer& L);

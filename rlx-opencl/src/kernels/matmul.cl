@@ -144,3 +144,12 @@ __kernel void matmul_rows_f32_k(__global const float* A, long ao, __global const
   __global float* c = C + co + batch * M * N + mi * N + n;
   *c = mm_epilogue(acc, n, bias + bias_o, epi, c);
 }
+
+/// The epilogue alone, in place over a contiguous [rows, N] product (after a library GEMM):
+/// c[i] = epilogue(c[i]) with bias[i % N]. EPI_GLU is not taken here.
+__kernel void epilogue_f32_k(__global float* C, long co, __global const float* bias, long bias_o,
+                             long n, long N, int epi) {
+  const long i = get_global_id(0);
+  if (i < n)
+    C[co + i] = mm_epilogue(C[co + i], i % N, bias + bias_o, epi & ~EPI_GLU, C + co + i);
+}
