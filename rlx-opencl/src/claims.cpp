@@ -13,7 +13,6 @@ using K = ir::OpKind;
 constexpr std::array kUnclaimed = {
     UnclaimedOp{K::DotGeneral, "lowered to Transpose / Reshape / MatMul by the compile pipeline"},
     UnclaimedOp{K::DenseSolve, "no OpenCL kernel (a pivoted solve is serial; CPU only for now)"},
-    UnclaimedOp{K::ScatterAdd, "no OpenCL kernel yet (needs atomic float adds; training only)"},
     UnclaimedOp{K::ArgMax, "no OpenCL kernel yet"},
     UnclaimedOp{K::SoftmaxCrossEntropy,
                 "decomposed into Reduce, Exp, Log, Compare and Where by the compile pipeline"},
@@ -60,6 +59,8 @@ ir::ClaimSet build_claims() {
   for (K k : {K::MatMulBiasAct, K::SwiGlu, K::SwiGluMatMul})
     c.claim(k, {DType::f32});
   c.claim(K::ElementwiseRegion, {DType::f32, DType::boolean});
+  // ScatterAdd (the transpose of Gather, training): f32 or integer data, integer indices.
+  c.claim(K::ScatterAdd, {DType::f32, DType::i8, DType::i32, DType::i64, DType::u8});
   // Compare: f32 or integer operands, bool result.
   c.claim(K::Compare, {DType::f32, DType::i8, DType::i32, DType::i64, DType::u8, DType::boolean});
   // Cast between the types cast_k converts (source and target must both be listed).

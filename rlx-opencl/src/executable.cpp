@@ -123,10 +123,6 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
   cl_context ctx = rt_->context.get();
   cl_command_queue q = rt_->queue.get();
 
-  if (!g.aliases().empty())
-    throw Error("rlx-opencl: graph '" + g.name() +
-                "' updates params in place (output aliases); the OpenCL backend does not run "
-                "in-place updates yet");
   // Weights from the region: each Param reads its device copy, not an arena slot. If the
   // constructor throws, no destructor runs: the guard forgets what was registered so far.
   struct ReleaseOnThrow {
@@ -141,6 +137,9 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
   if (weights_) {
     for (ir::NodeId id : g.params())
       bind_weight(g, id, device);
+    for (const ir::BufferSlot& s : plan.assignments)
+      if (s.storage == ir::Storage::aliased)
+        updated_.push_back(g.node(s.view_of).attr<ir::LeafAttrs>().name);
     for (const auto& [name, mem] : weight_by_name_)
       device_bytes_ += weights_->shape(name).bytes();
   }
@@ -149,7 +148,8 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
   for (std::size_t i = 0; i < plan.assignments.size(); ++i) {
     const ir::BufferSlot& s = plan.assignments[i];
     if (s.storage == ir::Storage::none || s.storage == ir::Storage::view || s.bytes == 0 ||
-        weight_mem_.count(static_cast<std::uint32_t>(i)))
+        weight_mem_.count(static_cast<std::uint32_t>(i)) ||
+        (weights_ && s.storage == ir::Storage::aliased))
       continue;
     if (s.offset < 0 || s.offset + s.bytes > plan.arena_size)
       throw Error("rlx-opencl: a memory plan slot lies outside the arena");
@@ -243,6 +243,9 @@ Loc OpenClExecutable::loc(const ir::Graph& g, ir::NodeId id) const {
   if (s.storage == ir::Storage::none)
     throw Error("rlx-opencl: " + ir::describe(g, id) + " has no buffer in the memory plan");
   // A weight read from the region, or a view of one: its device copy at the view's offset.
+  // An aliased output (an in-place update, Graph::aliases) writes its Param's own buffer.
+  if (s.storage == ir::Storage::aliased)
+    return loc(g, s.view_of);
   const ir::NodeId root = s.storage == ir::Storage::view ? s.view_of : id;
   if (auto w = weight_mem_.find(root.v); w != weight_mem_.end())
     return {w->second, s.offset - plan_->slot(root).offset};
@@ -321,10 +324,26 @@ void OpenClExecutable::execute() {
                                  local ? s.local : nullptr, 0, nullptr, nullptr),
           s.label);
   }
-  if (status_labels_.empty()) {
+  if (status_labels_.empty())
     check(clFinish(q), "clFinish");
-    return;
-  }
+  else
+    check_status();
+  // Weights updated in place on the device: where the region also holds their plain bytes (a
+  // host executable reads them), those are refreshed from the device, then the other copies.
+  for (const std::string& name : updated_)
+    if (weights_->plain_held(name)) {
+      const ir::Shape shape = weights_->shape(name);
+      std::byte* plain = weights_->storage_for_update(name, shape);
+      check(clEnqueueReadBuffer(q, weight_by_name_.at(name), CL_TRUE, 0,
+                                static_cast<std::size_t>(shape.bytes()), plain, 0, nullptr,
+                                nullptr),
+            "reading updated weight '" + name + "'");
+      weights_->updated_in_place(name);
+    }
+}
+
+void OpenClExecutable::check_status() {
+  cl_command_queue q = rt_->queue.get();
   // Kernels that can fail report through the status word: one small read, which also waits.
   cl_int status[2] = {0, 0};
   check(

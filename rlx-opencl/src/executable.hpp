@@ -96,6 +96,8 @@ private:
   void upload(std::map<std::string, Leaf>& leaves, const char* what, const std::string& name,
               const ir::Tensor& value);
 
+  /// Waits for the queue by reading the status word; throws Error naming the failing node.
+  void check_status();
   /// Binds Param \p id to the region's device copy of its weight (creating it when new).
   void bind_weight(const ir::Graph& g, ir::NodeId id, int device);
 
@@ -103,6 +105,7 @@ private:
   std::shared_ptr<compile::WeightRegion> weights_; ///< null: params in the arena
   std::map<std::uint32_t, cl_mem> weight_mem_;     ///< Param node id -> its device copy
   std::map<std::string, cl_mem> weight_by_name_;
+  std::vector<std::string> updated_;     ///< weights updated in place (Graph::aliases)
   const ir::MemoryPlan* plan_ = nullptr; ///< while compiling
   std::vector<Chunk> chunks_;
   Mem aux_;    ///< kernel metadata and tables, uploaded once

@@ -300,6 +300,37 @@ void lower_gather(Lowerer& L) {
   L.range1(n.shape.numel());
 }
 
+/// ScatterAdd (training: the transpose of Gather): one item per output element, deterministic.
+void lower_scatter_add(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes target = n.shape.sizes();
+  const auto axis = static_cast<std::size_t>(
+      ir::normalize_axis(n.attr<ir::AxisAttrs>().axis, target.size(), "scatter_add"));
+  const DType idt = g.shape(n.inputs[1]).dtype;
+  if (!ir::is_int(idt) && idt != DType::boolean)
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) + " has " +
+                std::string(ir::dtype_name(idt)) + " indices; expected an integer type");
+  const DType dt = n.shape.dtype;
+  if (dt != DType::f32 && dt != DType::i8 && dt != DType::i32 && dt != DType::i64 &&
+      dt != DType::u8)
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) + ": scatter_add runs f32, i8, i32, " +
+                "i64 and u8 only");
+  L.launch("scatter_add_k");
+  L.tensor(n.inputs[0], 1);
+  L.tensor(n.inputs[1], 1);
+  L.arg<cl_int>(static_cast<int>(idt));
+  L.tensor(n.inputs[2], 1);
+  L.tensor(L.node(), 1);
+  L.arg<cl_int>(static_cast<int>(dt));
+  L.arg<cl_long>(product(target, 0, axis));
+  L.arg<cl_long>(target[axis]);
+  L.arg<cl_long>(g.shape(n.inputs[1]).numel());
+  L.arg<cl_long>(product(target, axis + 1, target.size()));
+  L.status_arg();
+  L.range1(n.shape.numel());
+}
+
 // The GEMM epilogue word (matmul.cl: EPI_*; the activation code is rlx::ir::Activation's order).
 constexpr int kEpiBias = 0x100;
 constexpr int kEpiGlu = 0x200;
@@ -739,6 +770,8 @@ void Lowerer::lower(ir::NodeId id) {
     return lower_movement(*this);
   case K::Gather:
     return lower_gather(*this);
+  case K::ScatterAdd:
+    return lower_scatter_add(*this);
   case K::Reduce:
     return lower_reduce(*this);
   case K::Softmax:
@@ -760,7 +793,6 @@ void Lowerer::lower(ir::NodeId id) {
   case K::Constant:
   case K::DotGeneral:
   case K::DenseSolve:
-  case K::ScatterAdd:
   case K::ArgMax:
   case K::SoftmaxCrossEntropy:
   case K::Conv2d:
