@@ -136,6 +136,11 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
   } guard{weights_.get(), this};
   if (weights_) {
     for (ir::NodeId id : g.params())
+      if (g.shape(id).bytes() > max_chunk)
+        throw Error("rlx-opencl: weight " + ir::describe(g, id) + " needs " +
+                    std::to_string(g.shape(id).bytes()) +
+                    " bytes in one buffer; the device allows at most " + std::to_string(max_chunk));
+    for (ir::NodeId id : g.params())
       bind_weight(g, id, device);
     for (const ir::BufferSlot& s : plan.assignments)
       if (s.storage == ir::Storage::aliased)

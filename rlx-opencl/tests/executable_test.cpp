@@ -269,6 +269,23 @@ TEST(WeightRegion, ShapeVariantsShareOneDeviceCopyAndSeeSetParam) {
   // A write to the region (the runtime's path) reaches both as well.
   weights->write("b", random_f32(ir::Shape::of({6}), 78));
   run_all(30);
+  // A weight larger than one allocation is a clear error (the arena splits; a weight cannot).
+  {
+    OpenClOptions small;
+    small.max_buffer_bytes = 128; // W is 192 bytes
+    const OpenClBackend limited(small);
+    compile::CompileOptions co;
+    co.bindings = {{"batch", 2}};
+    const ir::Module lir = compile::CompilePipeline(limited, co).run(g).lir;
+    try {
+      limited.compile_with_weights(lir, weights);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the device allows at most 128"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(weights->derived("w").size(), 1u); // nothing registered by the failed compile
+  }
   // Releasing every executable leaves the region's value readable.
   exes.clear();
   EXPECT_EQ(ir::max_abs_diff(weights->read("w"), w2), 0.0);
