@@ -18,19 +18,31 @@ bool have_clblast() {
 #endif
 }
 
-bool use_clblast(GemmKernel k, std::int64_t M, std::int64_t N, std::int64_t K) {
-  if (M <= 0 || N <= 0 || K <= 0)
-    return false;
-  // automatic: CLBlast from 8 rows up, where it beat both of our kernels at every anchor shape
-  // on pocl (1.3-2.3x); below, our rows kernel is ~5x faster (DESIGN.md, "GEMM").
-  if (k == GemmKernel::automatic)
-    return have_clblast() && M >= 8;
-  if (k != GemmKernel::clblast)
-    return false;
-  if (!have_clblast())
-    throw Error("rlx-opencl: GemmKernel::clblast was asked for, but rlx-opencl was built without "
-                "CLBlast (install libclblast-dev and reconfigure)");
-  return true;
+GemmPath gemm_path(GemmKernel k, const std::string& device_type, std::int64_t M, std::int64_t N,
+                   std::int64_t K, bool k_contiguous, bool library_ok) {
+  const bool clblast_ok = library_ok && M > 0 && N > 0 && K > 0;
+  switch (k) {
+  case GemmKernel::rows:
+    return GemmPath::rows;
+  case GemmKernel::tiled:
+    return GemmPath::tiled;
+  case GemmKernel::clblast:
+    if (!have_clblast())
+      throw Error("rlx-opencl: GemmKernel::clblast was asked for, but rlx-opencl was built "
+                  "without CLBlast (install libclblast-dev and reconfigure)");
+    return clblast_ok ? GemmPath::clblast : M >= 64 ? GemmPath::tiled : GemmPath::rows;
+  case GemmKernel::automatic:
+    break;
+  }
+  // Below 8 rows the rows kernel wins everywhere it was measured (a tile is mostly padding).
+  // On a CPU device (pocl) its float4 path beat CLBlast and the tiled kernel at every anchor
+  // shape up to 128 rows too. Elsewhere (a GPU: unmeasured) CLBlast, tuned per device, else the
+  // tiled kernel from 64 rows.
+  if (M < 8 || (device_type == "cpu" && k_contiguous))
+    return GemmPath::rows;
+  if (clblast_ok && have_clblast())
+    return GemmPath::clblast;
+  return M >= 64 ? GemmPath::tiled : GemmPath::rows;
 }
 
 void clblast_gemm(Lowerer& L, ir::NodeId a, ir::NodeId b, bool transpose_a, bool transpose_b,

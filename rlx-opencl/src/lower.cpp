@@ -373,7 +373,9 @@ void gemm(Lowerer& L, ir::NodeId an, ir::NodeId bn, bool transpose_a, bool trans
     abs.clear();
     bbs.clear();
   }
-  if (dims.empty() && (epi & kEpiGlu) == 0 && use_clblast(L.gemm(), M, N, Kd)) {
+  const GemmPath path = gemm_path(L.gemm(), L.runtime().device.info.type, M, N, Kd,
+                                  a_cs == 1 && b_rs == 1, dims.empty() && (epi & kEpiGlu) == 0);
+  if (path == GemmPath::clblast) {
     // One SGEMM, then the bias + activation in place when there is an epilogue.
     clblast_gemm(L, an, bn, transpose_a, transpose_b, M, N, Kd);
     if (epi != 0 || bias.valid()) {
@@ -391,7 +393,7 @@ void gemm(Lowerer& L, ir::NodeId an, ir::NodeId bn, bool transpose_a, bool trans
   meta.insert(meta.end(), dims.begin(), dims.end());
   meta.insert(meta.end(), abs.begin(), abs.end());
   meta.insert(meta.end(), bbs.begin(), bbs.end());
-  const bool tiled = L.gemm() == GemmKernel::tiled || (L.gemm() != GemmKernel::rows && M >= 64);
+  const bool tiled = path == GemmPath::tiled;
   Step& s = L.launch(tiled ? "matmul_f32_k" : "matmul_rows_f32_k");
   L.tensor(an, 4);
   L.tensor(bn, 4);

@@ -92,8 +92,15 @@ private:
   cl_uint next_arg_ = 0;
 };
 
-/// Whether the product [M, K] · [K, N] runs on CLBlast under GEMM choice \p k (clblast.cpp).
-bool use_clblast(GemmKernel k, std::int64_t M, std::int64_t N, std::int64_t K);
+/// Which kernel runs one product.
+enum class GemmPath : std::uint8_t { rows, tiled, clblast };
+/// The kernel for the product [M, K] · [K, N] under the backend's choice \p k on a device of
+/// type \p device_type ("cpu", "gpu", ..): \p k_contiguous when both operands are contiguous
+/// along K (x · Wᵀ: the rows kernel's float4 path), \p library_ok when CLBlast may run it
+/// (unbatched, no gate epilogue). Throws Error for GemmKernel::clblast without CLBlast.
+/// (clblast.cpp; the measurements behind it: DESIGN.md, "GEMM".)
+GemmPath gemm_path(GemmKernel k, const std::string& device_type, std::int64_t M, std::int64_t N,
+                   std::int64_t K, bool k_contiguous, bool library_ok);
 /// Appends one CLBlast SGEMM step: the current node's buffer = op(a) · op(b), row-major, [M, N].
 void clblast_gemm(Lowerer& L, ir::NodeId a, ir::NodeId b, bool transpose_a, bool transpose_b,
                   std::int64_t M, std::int64_t N, std::int64_t K);

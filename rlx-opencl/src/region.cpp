@@ -105,6 +105,8 @@ void lower_region(Lowerer& L) {
                   ir::describe(body, id));
   const Sizes dims = body.shape(outs[0]).sizes();
   const std::int64_t numel = body.shape(outs[0]).numel();
+  if (numel == 0)
+    return; // nothing to compute (a tuple of empty parts; an empty tensor is skipped earlier)
   for (NodeId o : outs)
     if (body.shape(o).sizes() != dims)
       throw Error("rlx-opencl: " + ir::describe(g, L.node()) +

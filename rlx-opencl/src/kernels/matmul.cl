@@ -139,8 +139,20 @@ __kernel void matmul_rows_f32_k(__global const float* A, long ao, __global const
   __global const float* a = A + aoff + mi * a_rs;
   __global const float* b = B + boff + n * b_cs;
   float acc = 0.0f;
-  for (long k = 0; k < K; ++k)
-    acc = fma(a[k * a_cs], b[k * b_rs], acc);
+  if (a_cs == 1 && b_rs == 1) {
+    // Both operands contiguous along k (x · Wᵀ, the common case): float4 loads, four partial
+    // sums. vload4 needs only element alignment.
+    float4 acc4 = (float4)(0.0f);
+    long k = 0;
+    for (; k + 4 <= K; k += 4)
+      acc4 = fma(vload4(0, a + k), vload4(0, b + k), acc4);
+    for (; k < K; ++k)
+      acc = fma(a[k], b[k], acc);
+    acc += (acc4.x + acc4.y) + (acc4.z + acc4.w);
+  } else {
+    for (long k = 0; k < K; ++k)
+      acc = fma(a[k * a_cs], b[k * b_rs], acc);
+  }
   __global float* c = C + co + batch * M * N + mi * N + n;
   *c = mm_epilogue(acc, n, bias + bias_o, epi, c);
 }

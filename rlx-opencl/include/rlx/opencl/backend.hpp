@@ -14,12 +14,12 @@ namespace rlx::opencl {
 
 /// Which GEMM kernel runs MatMul.
 enum class GemmKernel : std::uint8_t {
-  automatic, ///< rows below 8 rows; CLBlast from 8 rows up where built with it, else tiled from
-             ///< 64 rows (DESIGN.md, "GEMM")
+  automatic, ///< by measurement (DESIGN.md, "GEMM"): rows below 8 rows, and on a CPU device
+             ///< (pocl) for every x · Wᵀ; else CLBlast where built with it, else tiled from 64
   tiled,     ///< 64 x 64 tiles staged in local memory (matmul_f32_k)
   rows,      ///< one work-item per output element (matmul_rows_f32_k)
   clblast,   ///< CLBlast's SGEMM where it applies (unbatched, no SwiGluMatMul gate epilogue;
-             ///< else as automatic); an Error when rlx-opencl was built without CLBlast
+             ///< else tiled from 64 rows, rows below); an Error when built without CLBlast
 };
 
 /// Whether rlx-opencl was built with CLBlast (found at configure time; optional).
