@@ -59,6 +59,9 @@ ir::ClaimSet build_claims() {
   for (K k : {K::MatMulBiasAct, K::SwiGlu, K::SwiGluMatMul})
     c.claim(k, {DType::f32});
   c.claim(K::ElementwiseRegion, {DType::f32, DType::boolean});
+  // Attention's padding mask may be of any integer type or bool (the kernel tests it != 0); its
+  // shape rule makes q / k / v float of one dtype, so these dtypes can only be the mask's.
+  c.claim(K::Attention, {DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
   // ScatterAdd (the transpose of Gather, training): f32 or integer data, integer indices.
   c.claim(K::ScatterAdd, {DType::f32, DType::i8, DType::i32, DType::i64, DType::u8});
   // Compare: f32 or integer operands, bool result.

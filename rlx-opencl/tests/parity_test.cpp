@@ -151,6 +151,9 @@ TEST(Claims, BertMiniFusesDifferentlyForCpuAndOpenCl) {
   EXPECT_GT(on_cl[ir::OpKind::MatMulBiasAct], 0);
   EXPECT_EQ(on_cpu[ir::OpKind::ElementwiseRegion], 0);
   EXPECT_GT(on_cl[ir::OpKind::ElementwiseRegion], 0);
+  // The padding-masked attention fuses on both (OpenCL claims Attention with an i64 mask).
+  EXPECT_EQ(on_cpu[ir::OpKind::Attention], c.layers);
+  EXPECT_EQ(on_cl[ir::OpKind::Attention], c.layers);
   EXPECT_NE(on_cpu, on_cl);
   TensorMap in = runtime::random_inputs(g, sizes, 8);
   for (std::int64_t i = 12; i < 16; ++i)
