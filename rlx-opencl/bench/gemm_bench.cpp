@@ -1,7 +1,9 @@
-// gemm_bench.cpp: the OpenCL tiled GEMM against the CPU backend's oneDNN GEMM on the same shapes,
-// in one run (quote the ratio, not the absolute figure: the machine may be shared). Each benchmark
-// compiles a one-MatMul graph through the real pipeline and times Executable::execute() (on
-// OpenCL: every launch plus the wait for the queue). Counter: GFLOP/s.
+// gemm_bench.cpp: the OpenCL GEMM kernels (our tiled and rows kernels, CLBlast where rlx-opencl
+// was built with it) against the CPU backend's oneDNN GEMM on the anchor workloads' shapes, every
+// kernel of a shape back to back (quote ratios within a shape, not absolute figures: the machine
+// may be shared). Each benchmark compiles a one-MatMul graph (x · Wᵀ, W a Param) through the real
+// pipeline and times Executable::execute() (on OpenCL: every launch plus the wait for the queue).
+// Counter: GFLOP/s. The results and the choice they led to: rlx-opencl/DESIGN.md, "GEMM".
 //
 // Set POCL_CACHE_DIR to a writable folder when the device is pocl.
 #include "rlx/compile/pipeline.hpp"
