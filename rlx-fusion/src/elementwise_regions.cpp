@@ -28,7 +28,11 @@ class Grouper {
 public:
   Grouper(Graph& g, PassContext& ctx, const FusionLimits& limits)
       : g_(g), ctx_(ctx), limits_(limits), region_of_(g.size(), -1), mark_(g.size(), 0),
-        taint_(g.size(), 0) {}
+        taint_(g.size(), 0), updates_param_(g.size(), 0) {
+    for (const ir::OutputAlias& a : g.aliases())
+      if (a.output < g.outputs().size())
+        updates_param_[g.outputs()[a.output].v] = 1;
+  }
 
   bool run() {
     for (NodeId id : g_.ids())
@@ -44,6 +48,7 @@ private:
   std::vector<int> region_of_;
   std::vector<char> mark_;           // scratch: members of the set being checked
   std::vector<std::uint32_t> taint_; // scratch: generation stamps of the convexity scan
+  std::vector<char> updates_param_;  // outputs that update a Param in place (Graph::aliases)
   std::uint32_t generation_ = 0;
 
   void miss(NodeId id, MissReason r, std::string detail) {
@@ -156,6 +161,14 @@ private:
       if (!near.empty())
         miss(id, MissReason::not_claimed,
              "the backend does not claim " + std::string(ir::op_name(n.op)) + " itself");
+      return;
+    }
+    if (updates_param_[id.v]) {
+      // The memory planner needs an in-place update to be a kernel of its own that writes the
+      // Param; as a part of a region's tuple it would be a Get (a view), which cannot.
+      if (!near.empty())
+        miss(id, MissReason::is_graph_output,
+             "updates a param in place (Graph::aliases): it stays a kernel of its own");
       return;
     }
     if (auto dt = unclaimed_dtype(id)) {

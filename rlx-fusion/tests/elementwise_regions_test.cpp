@@ -145,6 +145,26 @@ TEST(MarkElementwiseRegions, ValuesUsedOutsideBecomeTupleParts) {
     }
 }
 
+TEST(MarkElementwiseRegions, AnInPlaceUpdateStaysAKernelOfItsOwn) {
+  // An SGD-style step: m = 0.9 m + g; p = p - 0.1 m, both outputs updating their Params in place.
+  // m is read by p's update too, so a region holding both would make them Gets of a tuple, which
+  // the memory planner cannot alias to the Params: both stay ops of their own (a miss each).
+  Graph g("step");
+  Builder b(g);
+  NodeId p = b.param("p", Shape::of({4, 4}));
+  NodeId m = b.param("m", Shape::of({4, 4}));
+  NodeId grad = b.input("g", Shape::of({4, 4}));
+  NodeId m2 = b.add(b.mul(m, b.scalar(0.9)), b.tanh(grad));
+  NodeId p2 = b.sub(p, b.mul(m2, b.scalar(0.1)));
+  b.output(p2);
+  b.output(m2);
+  g.set_aliases({{0, "p"}, {1, "m"}});
+  Marked r = mark(g);
+  for (NodeId o : r.after.outputs())
+    EXPECT_NE(r.after.node(o).op, OpKind::Get) << ir::print(r.after);
+  EXPECT_TRUE(missed(r.report, MissReason::is_graph_output)) << r.report.str();
+}
+
 TEST(MarkElementwiseRegions, TwoChainsMeetingAtABinaryOpMerge) {
   Graph g("merge");
   Builder b(g);

@@ -1,7 +1,9 @@
-// gemm_bench.cpp: the OpenCL tiled GEMM against the CPU backend's oneDNN GEMM on the same shapes,
-// in one run (quote the ratio, not the absolute figure: the machine may be shared). Each benchmark
-// compiles a one-MatMul graph through the real pipeline and times Executable::execute() (on
-// OpenCL: every launch plus the wait for the queue). Counter: GFLOP/s.
+// gemm_bench.cpp: the OpenCL GEMM kernels (our tiled and rows kernels, CLBlast where rlx-opencl
+// was built with it) against the CPU backend's oneDNN GEMM on the anchor workloads' shapes, every
+// kernel of a shape back to back (quote ratios within a shape, not absolute figures: the machine
+// may be shared). Each benchmark compiles a one-MatMul graph (x · Wᵀ, W a Param) through the real
+// pipeline and times Executable::execute() (on OpenCL: every launch plus the wait for the queue).
+// Counter: GFLOP/s. The results and the choice they led to: rlx-opencl/DESIGN.md, "GEMM".
 //
 // Set POCL_CACHE_DIR to a writable folder when the device is pocl.
 #include "rlx/compile/pipeline.hpp"
@@ -75,23 +77,43 @@ void opencl_rows_gemm(benchmark::State& state) {
   gemm(state, opencl_backend(opencl::GemmKernel::rows));
 }
 
+void opencl_clblast_gemm(benchmark::State& state) {
+  if (!opencl::have_clblast()) {
+    state.SkipWithError("rlx-opencl was built without CLBlast");
+    return;
+  }
+  state.SetLabel(opencl_backend(opencl::GemmKernel::clblast).device().name);
+  gemm(state, opencl_backend(opencl::GemmKernel::clblast));
+}
+
 void cpu_gemm(benchmark::State& state) {
   static const cpu::CpuBackend be;
   gemm(state, be);
 }
 
-#define RLX_GEMM_SHAPES(fn)                                                                        \
-  BENCHMARK(fn)                                                                                    \
-      ->Args({1, 512, 784})                                                                        \
-      ->Args({256, 256, 256})                                                                      \
-      ->Args({128, 768, 768})                                                                      \
-      ->Unit(benchmark::kMillisecond)                                                              \
-      ->UseRealTime()
-
-RLX_GEMM_SHAPES(opencl_tiled_gemm);
-RLX_GEMM_SHAPES(opencl_rows_gemm);
-RLX_GEMM_SHAPES(cpu_gemm);
-
 } // namespace
 
-BENCHMARK_MAIN();
+// The anchor workloads' products: rows M 1 / 8 (decode, MLP batches), 64 / 128 (prefill), and
+// N x K of BERT-mini / BERT-base projections and FFNs. Registered shape by shape, every kernel of
+// a shape back to back, so the kernels of one shape are timed under the same machine load.
+int main(int argc, char** argv) {
+  const std::pair<const char*, void (*)(benchmark::State&)> kernels[] = {
+      {"opencl_tiled_gemm", opencl_tiled_gemm},
+      {"opencl_rows_gemm", opencl_rows_gemm},
+      {"opencl_clblast_gemm", opencl_clblast_gemm},
+      {"cpu_gemm", cpu_gemm}};
+  for (std::int64_t m : {1, 8, 64, 128})
+    for (auto [n, k] :
+         {std::pair<std::int64_t, std::int64_t>{512, 512}, {768, 768}, {3072, 768}, {768, 3072}})
+      for (const auto& [name, fn] : kernels)
+        benchmark::RegisterBenchmark(name, fn)
+            ->Args({m, n, k})
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -46,6 +46,18 @@ std::unique_ptr<compile::Executable> OpenClBackend::compile(const ir::Module& li
   return std::make_unique<OpenClExecutable>(lir, rt_, alignment(), max_chunk, opts_.gemm);
 }
 
+std::unique_ptr<compile::Executable>
+OpenClBackend::compile_with_weights(const ir::Module& lir,
+                                    std::shared_ptr<compile::WeightRegion> weights) const {
+  if (!weights)
+    throw Error("rlx-opencl: compile_with_weights needs a weight region");
+  const std::int64_t limit = rt_->device.info.max_allocation;
+  const std::int64_t max_chunk =
+      opts_.max_buffer_bytes > 0 ? std::min(opts_.max_buffer_bytes, limit) : limit;
+  return std::make_unique<OpenClExecutable>(lir, rt_, alignment(), max_chunk, opts_.gemm,
+                                            std::move(weights), opts_.device);
+}
+
 std::unique_ptr<compile::Backend> make_opencl_backend(const OpenClOptions& opts) {
   return std::make_unique<OpenClBackend>(opts);
 }

@@ -13,7 +13,6 @@ using K = ir::OpKind;
 constexpr std::array kUnclaimed = {
     UnclaimedOp{K::DotGeneral, "lowered to Transpose / Reshape / MatMul by the compile pipeline"},
     UnclaimedOp{K::DenseSolve, "no OpenCL kernel (a pivoted solve is serial; CPU only for now)"},
-    UnclaimedOp{K::ScatterAdd, "no OpenCL kernel yet (needs atomic float adds; training only)"},
     UnclaimedOp{K::ArgMax, "no OpenCL kernel yet"},
     UnclaimedOp{K::SoftmaxCrossEntropy,
                 "decomposed into Reduce, Exp, Log, Compare and Where by the compile pipeline"},
@@ -23,13 +22,10 @@ constexpr std::array kUnclaimed = {
                        "both are total (else a compile error)"},
     UnclaimedOp{K::While, "unrolled up to max_iterations by the compile pipeline when its body is "
                           "total (else a compile error)"},
-    UnclaimedOp{K::Split, "no OpenCL kernel yet for tuple results (a clear compile error)"},
-    UnclaimedOp{K::Get, "no OpenCL kernel yet for tuple results (a clear compile error)"},
+    UnclaimedOp{K::Split, "no OpenCL kernel yet; left unclaimed so fuse-shared-input-matmul (which "
+                          "emits Split) does not run: its weight Concat would run on every call"},
     UnclaimedOp{K::Custom, "custom ops run host reference kernels: CPU only"},
     UnclaimedOp{K::CustomFn, "its body is inlined by the compile pipeline"},
-    UnclaimedOp{K::ElementwiseRegion,
-                "no generated OpenCL loop yet: regions are not formed for OpenCL, and a region in "
-                "the input is inlined by the compile pipeline"},
     UnclaimedOp{K::Quantize, "no OpenCL kernel yet (round-half-even + clamp to i8)"},
     UnclaimedOp{K::FakeQuantize, "decomposed into Quantize / Dequantize by the compile pipeline"},
     UnclaimedOp{K::Linear, "HIR block: lowered to MatMul (+ Add, activation) before MIR"},
@@ -37,20 +33,15 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
     UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
-    UnclaimedOp{K::MatMulBiasAct, "fused op: not claimed, so the compile pipeline does not fuse it "
-                                  "(its decomposition MatMul / Add / activation runs instead)"},
-    UnclaimedOp{K::SwiGlu, "fused op without an OpenCL kernel yet: the fusion pass does not run "
-                           "for OpenCL, and legalisation decomposes it"},
-    UnclaimedOp{K::SwiGluMatMul, "fused op without an OpenCL kernel yet: the fusion pass does not "
-                                 "run for OpenCL, and legalisation decomposes it"},
 };
 
 ir::ClaimSet build_claims() {
   ir::ClaimSet c;
   // Leaves are buffers; data movement copies elements by storage size, exact for every dtype
-  // (Where's claim is checked on its bool condition and its result, both any dtype here).
+  // (Where's claim is checked on its bool condition and its result, both any dtype here); Get is a
+  // view of its tuple part.
   for (K k : {K::Input, K::Param, K::Constant, K::Reshape, K::Transpose, K::Narrow, K::Concat,
-              K::Expand, K::Gather, K::Where})
+              K::Expand, K::Gather, K::Where, K::Get})
     c.claim(k);
   // The program's math is f32: unary / binary math, matrix products, reductions, norms,
   // attention, RoPE. Other float dtypes are left to the CPU (no f64 / f16 kernels yet).
@@ -61,6 +52,18 @@ ir::ClaimSet build_claims() {
         K::Maximum, K::Minimum,   K::MatMul, K::Reduce, K::Softmax,  K::LogSoftmax, K::LayerNorm,
         K::RmsNorm, K::Attention, K::Rope})
     c.claim(k, {DType::f32});
+  // Fused ops: the GEMM epilogue (bias + every activation; SwiGluMatMul's second product reads
+  // the gate back), SwiGlu's kernel, and elementwise regions as generated kernels (region.cpp)
+  // computing in f32 with bool values as 0 / 1. The CPU claims no regions by default, so the
+  // region pass runs for OpenCL only.
+  for (K k : {K::MatMulBiasAct, K::SwiGlu, K::SwiGluMatMul})
+    c.claim(k, {DType::f32});
+  c.claim(K::ElementwiseRegion, {DType::f32, DType::boolean});
+  // Attention's padding mask may be of any integer type or bool (the kernel tests it != 0); its
+  // shape rule makes q / k / v float of one dtype, so these dtypes can only be the mask's.
+  c.claim(K::Attention, {DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
+  // ScatterAdd (the transpose of Gather, training): f32 or integer data, integer indices.
+  c.claim(K::ScatterAdd, {DType::f32, DType::i8, DType::i32, DType::i64, DType::u8});
   // Compare: f32 or integer operands, bool result.
   c.claim(K::Compare, {DType::f32, DType::i8, DType::i32, DType::i64, DType::u8, DType::boolean});
   // Cast between the types cast_k converts (source and target must both be listed).

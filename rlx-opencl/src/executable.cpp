@@ -8,6 +8,8 @@
 #include "rlx/opencl/claims.hpp"
 
 #include <algorithm>
+#include <mutex>
+#include <shared_mutex>
 #include <sstream>
 
 namespace rlx::opencl {
@@ -40,9 +42,68 @@ split_arena(std::vector<std::pair<std::int64_t, std::int64_t>> extents, std::int
   return chunks;
 }
 
+namespace {
+
+/// A weight's device copy: one buffer on one device, shared through the weight region.
+struct DeviceWeight {
+  std::shared_ptr<DeviceRuntime> rt; ///< keeps the context and queue alive
+  Mem mem;
+  std::int64_t bytes = 0;
+};
+
+} // namespace
+
+void OpenClExecutable::bind_weight(const ir::Graph& g, ir::NodeId id, int device) {
+  const ir::Node& n = g.node(id);
+  const std::string& name = n.attr<ir::LeafAttrs>().name;
+  const std::string kind = "opencl:" + std::to_string(device);
+  weights_->storage(name, n.shape); // creates the weight (zero, unset) when new; checks its type
+  for (const auto& d : weights_->derived(name))
+    if (d->kind == kind) {
+      weights_->use_derived(name, d, this);
+      weight_mem_[id.v] = static_cast<DeviceWeight*>(d->state.get())->mem.get();
+      weight_by_name_[name] = weight_mem_[id.v];
+      return;
+    }
+  auto w = std::make_shared<DeviceWeight>();
+  w->rt = rt_;
+  w->bytes = std::max<std::int64_t>(n.shape.bytes(), 4);
+  cl_int err = CL_SUCCESS;
+  w->mem = Mem(clCreateBuffer(rt_->context.get(), CL_MEM_READ_WRITE,
+                              static_cast<std::size_t>(w->bytes), nullptr, &err));
+  check(err, "clCreateBuffer of weight '" + name + "'");
+  auto d = std::make_shared<compile::WeightRegion::Derived>();
+  d->kind = kind;
+  d->bytes = w->bytes;
+  DeviceWeight* raw = w.get();
+  const std::int64_t bytes = n.shape.bytes();
+  d->refresh = [raw, bytes, name](const std::byte* plain) {
+    if (bytes > 0)
+      check(clEnqueueWriteBuffer(raw->rt->queue.get(), raw->mem.get(), CL_TRUE, 0,
+                                 static_cast<std::size_t>(bytes), plain, 0, nullptr, nullptr),
+            "uploading weight '" + name + "'");
+  };
+  d->restore = [raw, bytes, name](std::byte* plain) {
+    if (bytes > 0)
+      check(clEnqueueReadBuffer(raw->rt->queue.get(), raw->mem.get(), CL_TRUE, 0,
+                                static_cast<std::size_t>(bytes), plain, 0, nullptr, nullptr),
+            "reading weight '" + name + "' back");
+  };
+  d->state = w;
+  weight_mem_[id.v] = raw->mem.get();
+  weight_by_name_[name] = raw->mem.get();
+  weights_->add_derived(name, d, this); // uploads the current value once
+}
+
+cl_mem OpenClExecutable::weight_buffer(const std::string& name) const {
+  auto it = weight_by_name_.find(name);
+  return it == weight_by_name_.end() ? nullptr : it->second;
+}
+
 OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<DeviceRuntime> rt,
-                                   std::int64_t alignment, std::int64_t max_chunk, GemmKernel gemm)
-    : rt_(std::move(rt)) {
+                                   std::int64_t alignment, std::int64_t max_chunk, GemmKernel gemm,
+                                   std::shared_ptr<compile::WeightRegion> weights, int device)
+    : rt_(std::move(rt)), weights_(std::move(weights)) {
   if (lir.stage() != ir::Stage::lir)
     throw Error("rlx-opencl: compile needs an LIR module (MIR + memory plan), got " +
                 std::string(ir::stage_name(lir.stage())));
@@ -62,14 +123,38 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
   cl_context ctx = rt_->context.get();
   cl_command_queue q = rt_->queue.get();
 
-  if (!g.aliases().empty())
-    throw Error("rlx-opencl: graph '" + g.name() +
-                "' updates params in place (output aliases); the OpenCL backend does not run "
-                "in-place updates yet");
+  // Weights from the region: each Param reads its device copy, not an arena slot. If the
+  // constructor throws, no destructor runs: the guard forgets what was registered so far.
+  struct ReleaseOnThrow {
+    compile::WeightRegion* region;
+    const void* reader;
+    bool armed = true;
+    ~ReleaseOnThrow() {
+      if (armed && region)
+        region->release(reader);
+    }
+  } guard{weights_.get(), this};
+  if (weights_) {
+    for (ir::NodeId id : g.params())
+      if (g.shape(id).bytes() > max_chunk)
+        throw Error("rlx-opencl: weight " + ir::describe(g, id) + " needs " +
+                    std::to_string(g.shape(id).bytes()) +
+                    " bytes in one buffer; the device allows at most " + std::to_string(max_chunk));
+    for (ir::NodeId id : g.params())
+      bind_weight(g, id, device);
+    for (const ir::BufferSlot& s : plan.assignments)
+      if (s.storage == ir::Storage::aliased)
+        updated_.push_back(g.node(s.view_of).attr<ir::LeafAttrs>().name);
+    for (const auto& [name, mem] : weight_by_name_)
+      device_bytes_ += weights_->shape(name).bytes();
+  }
   // The arena: one buffer, or several split between buffers no slot crosses.
   std::vector<std::pair<std::int64_t, std::int64_t>> extents;
-  for (const ir::BufferSlot& s : plan.assignments) {
-    if (s.storage == ir::Storage::none || s.storage == ir::Storage::view || s.bytes == 0)
+  for (std::size_t i = 0; i < plan.assignments.size(); ++i) {
+    const ir::BufferSlot& s = plan.assignments[i];
+    if (s.storage == ir::Storage::none || s.storage == ir::Storage::view || s.bytes == 0 ||
+        weight_mem_.count(static_cast<std::uint32_t>(i)) ||
+        (weights_ && s.storage == ir::Storage::aliased))
       continue;
     if (s.offset < 0 || s.offset + s.bytes > plan.arena_size)
       throw Error("rlx-opencl: a memory plan slot lies outside the arena");
@@ -95,7 +180,7 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
 
   plan_ = &plan;
   const ir::ClaimSet& claims = opencl_claims();
-  Lowerer lower(g, *this, rt_->program.get(), status_.get(), steps_, status_labels_, gemm);
+  Lowerer lower(g, *this, *rt_, status_.get(), steps_, status_labels_, gemm);
   for (ir::NodeId id : plan.schedule) {
     const ir::Node& n = g.node(id);
     const ir::BufferSlot& slot = plan.slot(id);
@@ -115,7 +200,7 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
       }
       continue;
     }
-    if (slot.storage == ir::Storage::none || n.shape.numel() == 0)
+    if (slot.storage == ir::Storage::none || (!n.shape.is_tuple() && n.shape.numel() == 0))
       continue;
     if (!claims.supports(g, id))
       throw Error("rlx-opencl: cannot run " + ir::describe(g, id) + " on " +
@@ -150,14 +235,25 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
   for (ir::NodeId o : g.outputs())
     outputs_.push_back({g.shape(o), g.shape(o).bytes() > 0 ? loc(g, o) : Loc{}});
   plan_ = nullptr;
+  guard.armed = false;
 }
 
-OpenClExecutable::~OpenClExecutable() = default;
+OpenClExecutable::~OpenClExecutable() {
+  if (weights_)
+    weights_->release(this);
+}
 
 Loc OpenClExecutable::loc(const ir::Graph& g, ir::NodeId id) const {
   const ir::BufferSlot& s = plan_ ? plan_->slot(id) : ir::BufferSlot{};
   if (s.storage == ir::Storage::none)
     throw Error("rlx-opencl: " + ir::describe(g, id) + " has no buffer in the memory plan");
+  // A weight read from the region, or a view of one: its device copy at the view's offset.
+  // An aliased output (an in-place update, Graph::aliases) writes its Param's own buffer.
+  if (s.storage == ir::Storage::aliased)
+    return loc(g, s.view_of);
+  const ir::NodeId root = s.storage == ir::Storage::view ? s.view_of : id;
+  if (auto w = weight_mem_.find(root.v); w != weight_mem_.end())
+    return {w->second, s.offset - plan_->slot(root).offset};
   for (const Chunk& c : chunks_)
     if (s.offset >= c.begin && s.offset + s.bytes <= c.end)
       return {c.mem.get(), s.offset - c.begin};
@@ -192,18 +288,34 @@ void OpenClExecutable::set_input(const std::string& name, const ir::Tensor& valu
 }
 
 void OpenClExecutable::set_param(const std::string& name, const ir::Tensor& value) {
+  if (weights_ && weight_by_name_.count(name)) {
+    auto it = params_.find(name);
+    if (value.shape() != it->second.shape)
+      throw Error("set_param '" + name + "': expected " + it->second.shape.str() + ", got " +
+                  value.shape().str());
+    weights_->write(name, value); // refreshes the device copy every executable reads
+    it->second.set = true;
+    return;
+  }
   upload(params_, "set_param", name, value);
 }
 
 void OpenClExecutable::execute() {
+  std::shared_lock<std::shared_mutex> weights_in_use;
+  if (weights_)
+    weights_in_use = std::shared_lock<std::shared_mutex>(weights_->use_mutex());
   for (const auto* leaves : {&inputs_, &params_})
     for (const auto& [name, leaf] : *leaves)
-      if (!leaf.set)
+      if (!leaf.set && !(leaves == &params_ && weights_ && weights_->is_set(name)))
         throw Error(std::string("execute: ") + (leaves == &inputs_ ? "input" : "param") + " '" +
                     name + "' was never set");
   cl_command_queue q = rt_->queue.get();
   // The one execution path: every step, in schedule order, on the in-order queue.
   for (const Step& s : steps_) {
+    if (s.call) {
+      s.call(q);
+      continue;
+    }
     if (!s.kernel) {
       check(clEnqueueCopyBuffer(q, s.copy_src.mem, s.copy_dst.mem,
                                 static_cast<std::size_t>(s.copy_src.offset),
@@ -217,10 +329,26 @@ void OpenClExecutable::execute() {
                                  local ? s.local : nullptr, 0, nullptr, nullptr),
           s.label);
   }
-  if (status_labels_.empty()) {
+  if (status_labels_.empty())
     check(clFinish(q), "clFinish");
-    return;
-  }
+  else
+    check_status();
+  // Weights updated in place on the device: where the region also holds their plain bytes (a
+  // host executable reads them), those are refreshed from the device, then the other copies.
+  for (const std::string& name : updated_)
+    if (weights_->plain_held(name)) {
+      const ir::Shape shape = weights_->shape(name);
+      std::byte* plain = weights_->storage_for_update(name, shape);
+      check(clEnqueueReadBuffer(q, weight_by_name_.at(name), CL_TRUE, 0,
+                                static_cast<std::size_t>(shape.bytes()), plain, 0, nullptr,
+                                nullptr),
+            "reading updated weight '" + name + "'");
+      weights_->updated_in_place(name);
+    }
+}
+
+void OpenClExecutable::check_status() {
+  cl_command_queue q = rt_->queue.get();
   // Kernels that can fail report through the status word: one small read, which also waits.
   cl_int status[2] = {0, 0};
   check(

@@ -4,11 +4,13 @@
 
 #include "cl.hpp"
 #include "rlx/compile/backend.hpp"
+#include "rlx/compile/weights.hpp"
 #include "rlx/ir/module.hpp"
 #include "rlx/opencl/backend.hpp"
 #include "runtime.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +32,8 @@ struct Step {
   std::size_t local[3] = {0, 0, 0}; ///< all 0: the implementation chooses
   Loc copy_src, copy_dst;           ///< for a copy
   std::int64_t copy_bytes = 0;
+  /// A library call that enqueues its own work on the queue (CLBlast), when set.
+  std::function<void(cl_command_queue)> call;
   std::string label;
 };
 
@@ -47,9 +51,12 @@ split_arena(std::vector<std::pair<std::int64_t, std::int64_t>> extents, std::int
 class OpenClExecutable final : public compile::Executable {
 public:
   /// Compiles \p lir for \p rt's device; \p alignment is the backend's; \p max_chunk the largest
-  /// arena buffer; \p gemm the MatMul kernel (automatic: by the product's rows).
+  /// arena buffer; \p gemm the MatMul kernel (automatic: by the product's rows). With \p weights,
+  /// Params live in the region's device copies (kind "opencl:<device>", one buffer per weight,
+  /// shared by every executable of the region on this device) instead of the arena.
   OpenClExecutable(const ir::Module& lir, std::shared_ptr<DeviceRuntime> rt, std::int64_t alignment,
-                   std::int64_t max_chunk, GemmKernel gemm);
+                   std::int64_t max_chunk, GemmKernel gemm,
+                   std::shared_ptr<compile::WeightRegion> weights = nullptr, int device = 0);
   ~OpenClExecutable() override;
 
   void set_input(const std::string& name, const ir::Tensor& value) override;
@@ -57,6 +64,11 @@ public:
   void execute() override;
   ir::Tensor output(std::size_t index) const override;
   std::int64_t device_bytes() const override { return device_bytes_; }
+  /// True when compiled with a weight region: its device copies are refreshed by every
+  /// WeightRegion::write, so the runtime need not call set_param on each executable.
+  bool reads_weights_in_place() const override { return weights_ != nullptr; }
+  /// The device buffer weight \p name is read from (null when params live in the arena).
+  cl_mem weight_buffer(const std::string& name) const;
 
   /// One line per step (see kernel_listing()).
   std::string listing() const;
@@ -84,7 +96,16 @@ private:
   void upload(std::map<std::string, Leaf>& leaves, const char* what, const std::string& name,
               const ir::Tensor& value);
 
+  /// Waits for the queue by reading the status word; throws Error naming the failing node.
+  void check_status();
+  /// Binds Param \p id to the region's device copy of its weight (creating it when new).
+  void bind_weight(const ir::Graph& g, ir::NodeId id, int device);
+
   std::shared_ptr<DeviceRuntime> rt_;
+  std::shared_ptr<compile::WeightRegion> weights_; ///< null: params in the arena
+  std::map<std::uint32_t, cl_mem> weight_mem_;     ///< Param node id -> its device copy
+  std::map<std::string, cl_mem> weight_by_name_;
+  std::vector<std::string> updated_;     ///< weights updated in place (Graph::aliases)
   const ir::MemoryPlan* plan_ = nullptr; ///< while compiling
   std::vector<Chunk> chunks_;
   Mem aux_;    ///< kernel metadata and tables, uploaded once

@@ -15,7 +15,8 @@ namespace {
 
 using ir::DType;
 using K = ir::OpKind;
-using Sizes = std::vector<std::int64_t>;
+
+} // namespace
 
 /// Strides (in elements) of a row-major operand of \p in read as the broadcast shape \p out:
 /// trailing-aligned, 0 where the operand has size 1 (or lacks the dim).
@@ -57,6 +58,8 @@ std::vector<std::int64_t> strided_meta(Sizes dims, std::vector<Sizes> strides) {
   return m;
 }
 
+namespace {
+
 /// The product of dims [from, to) of \p s (to clamped to the rank).
 std::int64_t product(const Sizes& s, std::size_t from, std::size_t to) {
   to = std::min(to, s.size());
@@ -85,6 +88,8 @@ std::string sized(const char* family, std::size_t bytes) {
                 "-byte elements");
   }
 }
+
+} // namespace
 
 int unary_code(K op) {
   switch (op) {
@@ -145,6 +150,8 @@ int binary_code(K op) {
     throw Error("rlx-opencl: not a binary op");
   }
 }
+
+namespace {
 
 // ---- op families ------------------------------------------------------------------------------
 
@@ -293,18 +300,55 @@ void lower_gather(Lowerer& L) {
   L.range1(n.shape.numel());
 }
 
-void lower_matmul(Lowerer& L) {
+/// ScatterAdd (training: the transpose of Gather): one item per output element, deterministic.
+void lower_scatter_add(Lowerer& L) {
   const ir::Graph& g = L.graph();
   const ir::Node& n = g.node(L.node());
-  const auto& at = n.attr<ir::MatMulAttrs>();
-  const Sizes a = g.shape(n.inputs[0]).sizes(), b = g.shape(n.inputs[1]).sizes();
+  const Sizes target = n.shape.sizes();
+  const auto axis = static_cast<std::size_t>(
+      ir::normalize_axis(n.attr<ir::AxisAttrs>().axis, target.size(), "scatter_add"));
+  const DType idt = g.shape(n.inputs[1]).dtype;
+  if (!ir::is_int(idt) && idt != DType::boolean)
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) + " has " +
+                std::string(ir::dtype_name(idt)) + " indices; expected an integer type");
+  const DType dt = n.shape.dtype;
+  if (dt != DType::f32 && dt != DType::i8 && dt != DType::i32 && dt != DType::i64 &&
+      dt != DType::u8)
+    throw Error("rlx-opencl: " + ir::describe(g, L.node()) + ": scatter_add runs f32, i8, i32, " +
+                "i64 and u8 only");
+  L.launch("scatter_add_k");
+  L.tensor(n.inputs[0], 1);
+  L.tensor(n.inputs[1], 1);
+  L.arg<cl_int>(static_cast<int>(idt));
+  L.tensor(n.inputs[2], 1);
+  L.tensor(L.node(), 1);
+  L.arg<cl_int>(static_cast<int>(dt));
+  L.arg<cl_long>(product(target, 0, axis));
+  L.arg<cl_long>(target[axis]);
+  L.arg<cl_long>(g.shape(n.inputs[1]).numel());
+  L.arg<cl_long>(product(target, axis + 1, target.size()));
+  L.status_arg();
+  L.range1(n.shape.numel());
+}
+
+// The GEMM epilogue word (matmul.cl: EPI_*; the activation code is rlx::ir::Activation's order).
+constexpr int kEpiBias = 0x100;
+constexpr int kEpiGlu = 0x200;
+
+/// One GEMM launch: the node's buffer = epilogue(op(a) · op(b)) with MatMul's transpose flags and
+/// batch broadcasting; \p bias (invalid: none) is [N]; \p epi the epilogue word.
+void gemm(Lowerer& L, ir::NodeId an, ir::NodeId bn, bool transpose_a, bool transpose_b,
+          ir::NodeId bias, int epi) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes a = g.shape(an).sizes(), b = g.shape(bn).sizes();
   const Sizes out = n.shape.sizes();
   const std::size_t r = out.size();
   std::int64_t M = out[r - 2], N = out[r - 1];
-  const std::int64_t Kd = at.transpose_a ? a[a.size() - 2] : a[a.size() - 1];
+  const std::int64_t Kd = transpose_a ? a[a.size() - 2] : a[a.size() - 1];
   // A(m, k) and B(k, n) through strides: a transpose flag swaps them, no copy.
-  const std::int64_t a_rs = at.transpose_a ? 1 : Kd, a_cs = at.transpose_a ? M : 1;
-  const std::int64_t b_rs = at.transpose_b ? 1 : N, b_cs = at.transpose_b ? Kd : 1;
+  const std::int64_t a_rs = transpose_a ? 1 : Kd, a_cs = transpose_a ? M : 1;
+  const std::int64_t b_rs = transpose_b ? 1 : N, b_cs = transpose_b ? Kd : 1;
   // Batch strides: trailing-aligned, 0 where an operand's batch dim is 1 or missing.
   const Sizes batch(out.begin(), out.end() - 2);
   auto batch_strides = [&](const Sizes& s) {
@@ -323,25 +367,42 @@ void lower_matmul(Lowerer& L) {
   const bool shared_b = std::all_of(bbs.begin(), bbs.end(), [](std::int64_t s) { return s == 0; });
   const bool full_a = std::all_of(abs.begin(), abs.end(), [](std::int64_t s) { return s != 0; }) &&
                       product(Sizes(a.begin(), a.end() - 2)) == product(batch);
-  if (!batch.empty() && shared_b && !at.transpose_a && full_a) {
+  if (!batch.empty() && shared_b && !transpose_a && full_a) {
     M *= product(batch);
     dims.clear();
     abs.clear();
     bbs.clear();
   }
+  const GemmPath path = gemm_path(L.gemm(), L.runtime().device.info.type, M, N, Kd,
+                                  a_cs == 1 && b_rs == 1, dims.empty() && (epi & kEpiGlu) == 0);
+  if (path == GemmPath::clblast) {
+    // One SGEMM, then the bias + activation in place when there is an epilogue.
+    clblast_gemm(L, an, bn, transpose_a, transpose_b, M, N, Kd);
+    if (epi != 0 || bias.valid()) {
+      L.launch("epilogue_f32_k");
+      L.tensor(L.node(), 4);
+      L.tensor(bias.valid() ? bias : an, 4);
+      L.arg<cl_long>(M * N);
+      L.arg<cl_long>(N);
+      L.arg<cl_int>(epi | (bias.valid() ? kEpiBias : 0));
+      L.range1(M * N);
+    }
+    return;
+  }
   std::vector<std::int64_t> meta{static_cast<std::int64_t>(dims.size())};
   meta.insert(meta.end(), dims.begin(), dims.end());
   meta.insert(meta.end(), abs.begin(), abs.end());
   meta.insert(meta.end(), bbs.begin(), bbs.end());
-  const bool tiled =
-      L.gemm() == GemmKernel::tiled || (L.gemm() == GemmKernel::automatic && M >= 64);
+  const bool tiled = path == GemmPath::tiled;
   Step& s = L.launch(tiled ? "matmul_f32_k" : "matmul_rows_f32_k");
-  L.tensor(n.inputs[0], 4);
-  L.tensor(n.inputs[1], 4);
+  L.tensor(an, 4);
+  L.tensor(bn, 4);
   L.tensor(L.node(), 4);
   for (std::int64_t v : {M, N, Kd, a_rs, a_cs, b_rs, b_cs})
     L.arg<cl_long>(v);
   L.meta(meta);
+  L.tensor(bias.valid() ? bias : an, 4);
+  L.arg<cl_int>(epi | (bias.valid() ? kEpiBias : 0));
   s.dims = 3;
   s.global[2] = static_cast<std::size_t>(product(dims));
   s.local[2] = 1;
@@ -356,6 +417,50 @@ void lower_matmul(Lowerer& L) {
     s.local[0] = 64;
     s.local[1] = 1;
   }
+}
+
+void lower_matmul(Lowerer& L) {
+  const ir::Node& n = L.graph().node(L.node());
+  const auto& at = n.attr<ir::MatMulAttrs>();
+  gemm(L, n.inputs[0], n.inputs[1], at.transpose_a, at.transpose_b, ir::NodeId{}, 0);
+}
+
+/// MatMulBiasAct: one GEMM whose epilogue adds the bias and applies the activation.
+void lower_matmul_bias_act(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const auto& at = n.attr<ir::MatMulBiasActAttrs>();
+  ir::NodeId bias{};
+  if (n.inputs.size() > 2) {
+    bias = n.inputs[2];
+    const std::int64_t N = n.shape.sizes().back();
+    if (g.shape(bias).numel() != N)
+      throw Error("rlx-opencl: " + ir::describe(g, L.node()) + ": the bias must have " +
+                  std::to_string(N) + " elements (one per column)");
+  }
+  gemm(L, n.inputs[0], n.inputs[1], at.transpose_a, at.transpose_b, bias, static_cast<int>(at.act));
+}
+
+/// SwiGluMatMul: the gate product into the result, then the up product whose epilogue reads it
+/// back: silu(gate) * up, element by element, by the item that wrote it (no scratch buffer).
+void lower_swiglu_matmul(Lowerer& L) {
+  const ir::Node& n = L.graph().node(L.node());
+  if (n.shape.rank() < 2)
+    throw Error("rlx-opencl: " + ir::describe(L.graph(), L.node()) +
+                ": swiglu_matmul needs x of rank 2 or more");
+  gemm(L, n.inputs[0], n.inputs[1], false, true, ir::NodeId{}, 0);
+  gemm(L, n.inputs[0], n.inputs[2], false, true, ir::NodeId{}, kEpiGlu);
+}
+
+/// SwiGlu: silu(gate) * up over equal shapes.
+void lower_swiglu(Lowerer& L) {
+  const ir::Node& n = L.graph().node(L.node());
+  L.launch("swiglu_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(n.inputs[1], 4);
+  L.tensor(L.node(), 4);
+  L.arg<cl_long>(n.shape.numel());
+  L.range1(n.shape.numel());
 }
 
 void lower_reduce(Lowerer& L) {
@@ -543,16 +648,29 @@ void lower_dequantize(Lowerer& L) {
 
 } // namespace
 
-Step& Lowerer::launch(const char* name) {
+Step& Lowerer::launch(const char* name, cl_program program) {
   const ir::Node& n = g_.node(id_);
   cl_int err = CL_SUCCESS;
   Step s;
-  s.kernel = Kernel(clCreateKernel(program_, name, &err));
+  s.kernel = Kernel(clCreateKernel(program ? program : program_, name, &err));
   check(err, std::string("clCreateKernel ") + name);
   s.label = "%" + std::to_string(id_.v) + " " + std::string(ir::op_name(n.op)) + " [" + name + "]";
   steps_.push_back(std::move(s));
   next_arg_ = 0;
   return steps_.back();
+}
+
+Step& Lowerer::call(std::function<void(cl_command_queue)> fn, const std::string& what) {
+  Step s;
+  s.call = std::move(fn);
+  s.label = "%" + std::to_string(id_.v) + " " + std::string(ir::op_name(g_.node(id_).op)) + " [" +
+            what + "]";
+  steps_.push_back(std::move(s));
+  return steps_.back();
+}
+
+Loc Lowerer::loc(ir::NodeId n) const {
+  return exe_.loc(g_, n);
 }
 
 void Lowerer::tensor(ir::NodeId n, std::int64_t unit, std::int64_t extra) {
@@ -640,6 +758,12 @@ void Lowerer::lower(ir::NodeId id) {
     return lower_where(*this);
   case K::MatMul:
     return lower_matmul(*this);
+  case K::MatMulBiasAct:
+    return lower_matmul_bias_act(*this);
+  case K::SwiGlu:
+    return lower_swiglu(*this);
+  case K::SwiGluMatMul:
+    return lower_swiglu_matmul(*this);
   case K::Reshape:
   case K::Transpose:
   case K::Narrow:
@@ -648,6 +772,8 @@ void Lowerer::lower(ir::NodeId id) {
     return lower_movement(*this);
   case K::Gather:
     return lower_gather(*this);
+  case K::ScatterAdd:
+    return lower_scatter_add(*this);
   case K::Reduce:
     return lower_reduce(*this);
   case K::Softmax:
@@ -662,12 +788,13 @@ void Lowerer::lower(ir::NodeId id) {
     return lower_rope(*this);
   case K::Dequantize:
     return lower_dequantize(*this);
+  case K::ElementwiseRegion:
+    return lower_region(*this);
   case K::Input:
   case K::Param:
   case K::Constant:
   case K::DotGeneral:
   case K::DenseSolve:
-  case K::ScatterAdd:
   case K::ArgMax:
   case K::SoftmaxCrossEntropy:
   case K::Conv2d:
@@ -676,7 +803,6 @@ void Lowerer::lower(ir::NodeId id) {
   case K::While:
   case K::Custom:
   case K::CustomFn:
-  case K::ElementwiseRegion:
   case K::Split:
   case K::Get:
   case K::Quantize:
@@ -686,9 +812,6 @@ void Lowerer::lower(ir::NodeId id) {
   case K::SwiGluFfn:
   case K::BertLayer:
   case K::LlamaBlock:
-  case K::MatMulBiasAct:
-  case K::SwiGlu:
-  case K::SwiGluMatMul:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -6,19 +6,35 @@
 #include "rlx/ir/graph.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace rlx::opencl {
 
+using Sizes = std::vector<std::int64_t>;
+
+/// Strides (in elements) of a row-major operand of \p in read as the broadcast shape \p out:
+/// trailing-aligned, 0 where the operand has size 1 (or lacks the dim).
+Sizes broadcast_strides(const Sizes& in, const Sizes& out);
+/// The metadata of a strided walk over \p dims with one stride list per operand (size-1 dims
+/// dropped, dims every operand walks as one merged): rank, dims, then each stride list; read by
+/// strided_offset (00_common.cl).
+std::vector<std::int64_t> strided_meta(Sizes dims, std::vector<Sizes> strides);
+/// The unary op code of \p op (01_math.cl, U_*); throws Error for other ops.
+int unary_code(ir::OpKind op);
+/// The binary op code of \p op (01_math.cl, B_*); throws Error for other ops.
+int binary_code(ir::OpKind op);
+
 /// Lowers the nodes of one graph into steps for one executable.
 class Lowerer {
 public:
-  /// Lowers into \p steps; kernels come from \p program; node buffers are located through
-  /// \p exe; \p status is the error word; \p status_labels names the node of each error tag.
-  Lowerer(const ir::Graph& g, const OpenClExecutable& exe, cl_program program, cl_mem status,
+  /// Lowers into \p steps; kernels come from \p rt's program (or programs generated for it);
+  /// node buffers are located through \p exe; \p status is the error word; \p status_labels
+  /// names the node of each error tag.
+  Lowerer(const ir::Graph& g, const OpenClExecutable& exe, DeviceRuntime& rt, cl_mem status,
           std::vector<Step>& steps, std::vector<std::string>& status_labels, GemmKernel gemm)
-      : g_(g), exe_(exe), program_(program), status_(status), steps_(steps),
+      : g_(g), exe_(exe), rt_(rt), program_(rt.program.get()), status_(status), steps_(steps),
         status_labels_(status_labels), gemm_(gemm) {}
 
   /// Appends the steps of node \p id (a computing node with a buffer; not a pure view).
@@ -29,8 +45,13 @@ public:
   void bind_aux(cl_mem aux);
 
   // ---- used by the op families (lower.cpp)
-  /// A new launch step of kernel \p name labelled for the current node.
-  Step& launch(const char* name);
+  /// A new launch step of kernel \p name (of \p program, default the main program) labelled
+  /// for the current node.
+  Step& launch(const char* name, cl_program program = nullptr);
+  /// Appends a step that calls \p fn on the queue (a library that enqueues its own work).
+  Step& call(std::function<void(cl_command_queue)> fn, const std::string& what);
+  /// The (buffer, byte offset) of node \p n's buffer.
+  Loc loc(ir::NodeId n) const;
   /// Sets the next argument of the last launch.
   template <class T> void arg(const T& v);
   /// Sets a (buffer, offset in units of \p unit bytes) argument pair for node \p n's buffer, plus
@@ -46,6 +67,8 @@ public:
   void range1(std::int64_t n, std::size_t wg = 64);
 
   const ir::Graph& graph() const { return g_; }
+  /// The device runtime (for generated programs).
+  DeviceRuntime& runtime() const { return rt_; }
   ir::NodeId node() const { return id_; }
   /// The GEMM kernel choice of the backend's options.
   GemmKernel gemm() const { return gemm_; }
@@ -57,6 +80,7 @@ private:
   };
   const ir::Graph& g_;
   const OpenClExecutable& exe_;
+  DeviceRuntime& rt_;
   cl_program program_;
   cl_mem status_;
   std::vector<Step>& steps_;
@@ -67,6 +91,22 @@ private:
   ir::NodeId id_{};
   cl_uint next_arg_ = 0;
 };
+
+/// Which kernel runs one product.
+enum class GemmPath : std::uint8_t { rows, tiled, clblast };
+/// The kernel for the product [M, K] · [K, N] under the backend's choice \p k on a device of
+/// type \p device_type ("cpu", "gpu", ..): \p k_contiguous when both operands are contiguous
+/// along K (x · Wᵀ: the rows kernel's float4 path), \p library_ok when CLBlast may run it
+/// (unbatched, no gate epilogue). Throws Error for GemmKernel::clblast without CLBlast.
+/// (clblast.cpp; the measurements behind it: DESIGN.md, "GEMM".)
+GemmPath gemm_path(GemmKernel k, const std::string& device_type, std::int64_t M, std::int64_t N,
+                   std::int64_t K, bool k_contiguous, bool library_ok);
+/// Appends one CLBlast SGEMM step: the current node's buffer = op(a) · op(b), row-major, [M, N].
+void clblast_gemm(Lowerer& L, ir::NodeId a, ir::NodeId b, bool transpose_a, bool transpose_b,
+                  std::int64_t M, std::int64_t N, std::int64_t K);
+
+/// Lowers the current node, an ElementwiseRegion, to one generated kernel (region.cpp).
+void lower_region(Lowerer& L);
 
 template <class T> void Lowerer::arg(const T& v) {
   check(clSetKernelArg(steps_.back().kernel.get(), next_arg_++, sizeof(T), &v),

@@ -9,6 +9,7 @@
 namespace rlx::opencl {
 namespace detail {
 extern const char kKernelSource[];
+extern const char kCommonSource[];
 } // namespace detail
 
 const std::string& program_options() {
@@ -19,6 +20,23 @@ const std::string& program_options() {
 const std::string& program_source() {
   static const std::string source = detail::kKernelSource;
   return source;
+}
+
+const std::string& common_source() {
+  static const std::string source = detail::kCommonSource;
+  return source;
+}
+
+cl_program generated_program(DeviceRuntime& rt, const std::string& kernels) {
+  const std::string source = common_source() + kernels;
+  std::lock_guard<std::mutex> lock(rt.generated_mutex);
+  auto it = rt.generated.find(source);
+  if (it == rt.generated.end())
+    it = rt.generated
+             .emplace(source, build_program(rt.context.get(), rt.device, source, program_options(),
+                                            rt.cache_dir, nullptr))
+             .first;
+  return it->second.get();
 }
 
 std::shared_ptr<DeviceRuntime> open_device(int index, const std::string& cache_dir) {
@@ -42,8 +60,9 @@ std::shared_ptr<DeviceRuntime> open_device(int index, const std::string& cache_d
   check(err, "clCreateContext on " + rt->device.info.name);
   rt->queue = Queue(clCreateCommandQueue(rt->context.get(), rt->device.id, 0, &err));
   check(err, "clCreateCommandQueue on " + rt->device.info.name);
+  rt->cache_dir = program_cache_dir(cache_dir);
   rt->program = build_program(rt->context.get(), rt->device, program_source(), program_options(),
-                              program_cache_dir(cache_dir), &rt->origin);
+                              rt->cache_dir, &rt->origin);
   opened[index] = rt;
   return rt;
 }

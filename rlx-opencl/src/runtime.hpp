@@ -5,7 +5,10 @@
 #include "cl.hpp"
 #include "program_cache.hpp"
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace rlx::opencl {
@@ -18,6 +21,9 @@ struct DeviceRuntime {
   Queue queue;
   Program program;
   ProgramOrigin origin = ProgramOrigin::source;
+  std::string cache_dir; ///< the program cache folder ("" = none)
+  std::mutex generated_mutex;
+  std::map<std::string, Program> generated; ///< generated programs by their source
 };
 
 /// The build options of the kernel program.
@@ -25,6 +31,14 @@ const std::string& program_options();
 
 /// The kernel program's source: every .cl file of src/kernels, embedded at build time.
 const std::string& program_source();
+
+/// The common prefix of every program (00_common.cl, 01_math.cl): generated programs start with it.
+const std::string& common_source();
+
+/// The program of generated OpenCL C \p kernels (appended to common_source()), built once per
+/// process and device and kept in the disk cache like the main program (keyed by its source
+/// hash). Throws Error with the build log when it does not build.
+cl_program generated_program(DeviceRuntime& rt, const std::string& kernels);
 
 /// Opens device \p index (once per process: later calls return the same runtime), building its
 /// program or loading it from the cache folder \p cache_dir (see program_cache_dir). Throws Error

@@ -28,12 +28,19 @@ TEST(Claims, EveryOpIsClaimedOrListedWithAReason) {
 
 TEST(Claims, MathIsClaimedForF32Only) {
   // The program's math kernels are f32: a claim for another float type would be a lie.
-  for (ir::OpKind k : {ir::OpKind::MatMul, ir::OpKind::Exp, ir::OpKind::Attention,
-                       ir::OpKind::LayerNorm, ir::OpKind::Add}) {
+  for (ir::OpKind k : {ir::OpKind::MatMul, ir::OpKind::Exp, ir::OpKind::LayerNorm, ir::OpKind::Add,
+                       ir::OpKind::MatMulBiasAct, ir::OpKind::SwiGluMatMul}) {
     EXPECT_TRUE(opencl_claims().claims(k, ir::DType::f32)) << ir::op_name(k);
     for (ir::DType t : {ir::DType::f64, ir::DType::f16, ir::DType::bf16, ir::DType::i32})
       EXPECT_FALSE(opencl_claims().claims(k, t)) << ir::op_name(k) << " " << ir::dtype_name(t);
   }
+  // Attention: f32 data; integer and bool dtypes only as a padding mask (its shape rule makes
+  // q / k / v float), no other float type.
+  EXPECT_TRUE(opencl_claims().claims(ir::OpKind::Attention, ir::DType::f32));
+  EXPECT_TRUE(opencl_claims().claims(ir::OpKind::Attention, ir::DType::i64));
+  EXPECT_TRUE(opencl_claims().claims(ir::OpKind::Attention, ir::DType::boolean));
+  for (ir::DType t : {ir::DType::f64, ir::DType::f16, ir::DType::bf16})
+    EXPECT_FALSE(opencl_claims().claims(ir::OpKind::Attention, t));
   // Movement copies elements by size: every dtype.
   for (ir::DType t : {ir::DType::f64, ir::DType::f16, ir::DType::i64, ir::DType::boolean})
     EXPECT_TRUE(opencl_claims().claims(ir::OpKind::Transpose, t));

@@ -66,4 +66,19 @@ TEST_P(OpenClTiledGemmConformance, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(OpenClTiledGemm, OpenClTiledGemmConformance,
                          testing::ValuesIn(gemm_cases()), case_name);
 
+/// The same cases with CLBlast pinned (where rlx-opencl was built with it).
+class OpenClClblastGemmConformance : public testing::TestWithParam<std::size_t> {};
+TEST_P(OpenClClblastGemmConformance, MatchesReference) {
+  if (!rlx::opencl::have_clblast())
+    GTEST_SKIP() << "rlx-opencl was built without CLBlast";
+  static const rlx::opencl::OpenClBackend clblast = [] {
+    rlx::opencl::OpenClOptions o;
+    o.gemm = rlx::opencl::GemmKernel::clblast;
+    return rlx::opencl::OpenClBackend(o);
+  }();
+  check(clblast, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(OpenClClblastGemm, OpenClClblastGemmConformance,
+                         testing::ValuesIn(gemm_cases()), case_name);
+
 } // namespace

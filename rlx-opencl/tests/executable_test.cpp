@@ -3,6 +3,7 @@
 #include "executable.hpp"
 #include "program_cache.hpp"
 #include "rlx/compile/pipeline.hpp"
+#include "rlx/compile/weights.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/error.hpp"
 #include "rlx/ir/reference.hpp"
@@ -83,11 +84,23 @@ TEST(Executable, ArenaLargerThanOneAllocationSplitsIntoBuffers) {
 }
 
 TEST(Executable, ListingNamesEveryKernel) {
-  OpenClBackend be;
+  // The bias and the relu fuse into the GEMM's epilogue (MatMulBiasAct): no separate launches.
+  OpenClOptions o;
+  o.gemm = GemmKernel::tiled;
+  OpenClBackend be(o);
   auto exe = compile_for(be, small_graph());
   const std::string l = kernel_listing(*exe);
-  for (const char* k : {"matmul_f32_k", "binary_f32_k", "unary_f32_k", "softmax_f32_k"})
+  for (const char* k : {"matmul_bias_act [matmul_f32_k]", "softmax_f32_k"})
     EXPECT_NE(l.find(k), std::string::npos) << l;
+  for (const char* k : {"binary_f32_k", "unary_f32_k"})
+    EXPECT_EQ(l.find(k), std::string::npos) << l;
+  // The automatic choice runs this 64-row product on CLBlast (then the epilogue in place).
+  if (have_clblast()) {
+    OpenClBackend automatic;
+    const std::string la = kernel_listing(*compile_for(automatic, small_graph()));
+    for (const char* k : {"[clblast sgemm 64x64x64]", "[epilogue_f32_k]"})
+      EXPECT_NE(la.find(k), std::string::npos) << la;
+  }
 }
 
 TEST(Executable, IoErrorsAreClear) {
@@ -201,6 +214,81 @@ TEST(ProgramCache, KeyDependsOnDeviceDriverOptionsAndSource) {
   d2 = d;
   d2.name = "b";
   EXPECT_NE(k, program_cache_key(d2, "-O", "src"));
+}
+
+/// gelu(x · Wᵀ + b) with x [batch, 8] (batch symbolic), W [6, 8], b [6].
+ir::Graph projection_graph() {
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", ir::Shape({ir::Dim::sym("batch"), 8}));
+  auto w = b.param("w", ir::Shape::of({6, 8}));
+  auto bias = b.param("b", ir::Shape::of({6}));
+  b.output(b.gelu(b.add(b.matmul(x, w, false, true), bias)));
+  return g;
+}
+
+TEST(WeightRegion, ShapeVariantsShareOneDeviceCopyAndSeeSetParam) {
+  const OpenClBackend be;
+  const ir::Graph g = projection_graph();
+  auto weights = std::make_shared<compile::WeightRegion>();
+  weights->write("w", random_f32(ir::Shape::of({6, 8}), 1));
+  weights->write("b", random_f32(ir::Shape::of({6}), 2));
+  std::vector<std::unique_ptr<compile::Executable>> exes;
+  for (std::int64_t batch : {2, 5}) {
+    compile::CompileOptions co;
+    co.bindings = {{"batch", batch}};
+    exes.push_back(be.compile_with_weights(compile::CompilePipeline(be, co).run(g).lir, weights));
+  }
+  // One device copy per weight, the same buffer in both executables; not in either arena.
+  auto* a = dynamic_cast<OpenClExecutable*>(exes[0].get());
+  auto* c = dynamic_cast<OpenClExecutable*>(exes[1].get());
+  ASSERT_TRUE(a && c);
+  for (const char* name : {"w", "b"}) {
+    ASSERT_NE(a->weight_buffer(name), nullptr) << name;
+    EXPECT_EQ(a->weight_buffer(name), c->weight_buffer(name)) << name;
+    EXPECT_EQ(weights->derived(name).size(), 1u) << name;
+  }
+  EXPECT_TRUE(exes[0]->reads_weights_in_place());
+  auto run_all = [&](unsigned seed) {
+    for (std::size_t i = 0; i < exes.size(); ++i) {
+      const std::int64_t batch = i == 0 ? 2 : 5;
+      const ir::Tensor x = random_f32(ir::Shape::of({batch, 8}), seed + static_cast<unsigned>(i));
+      exes[i]->set_input("x", x);
+      exes[i]->execute();
+      const ir::Tensor ref = ir::reference::evaluate(
+          g, {{"x", x}}, {{"w", weights->read("w")}, {"b", weights->read("b")}})[0];
+      EXPECT_LT(ir::max_abs_diff(exes[i]->output(0), ref), 1e-5) << "batch " << batch;
+    }
+  };
+  run_all(10);
+  // set_param on one variant writes the shared copy: the other sees it too.
+  const ir::Tensor w2 = random_f32(ir::Shape::of({6, 8}), 77);
+  exes[0]->set_param("w", w2);
+  EXPECT_EQ(ir::max_abs_diff(weights->read("w"), w2), 0.0);
+  run_all(20);
+  // A write to the region (the runtime's path) reaches both as well.
+  weights->write("b", random_f32(ir::Shape::of({6}), 78));
+  run_all(30);
+  // A weight larger than one allocation is a clear error (the arena splits; a weight cannot).
+  {
+    OpenClOptions small;
+    small.max_buffer_bytes = 128; // W is 192 bytes
+    const OpenClBackend limited(small);
+    compile::CompileOptions co;
+    co.bindings = {{"batch", 2}};
+    const ir::Module lir = compile::CompilePipeline(limited, co).run(g).lir;
+    try {
+      limited.compile_with_weights(lir, weights);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the device allows at most 128"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(weights->derived("w").size(), 1u); // nothing registered by the failed compile
+  }
+  // Releasing every executable leaves the region's value readable.
+  exes.clear();
+  EXPECT_EQ(ir::max_abs_diff(weights->read("w"), w2), 0.0);
 }
 
 } // namespace

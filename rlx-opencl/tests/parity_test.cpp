@@ -16,6 +16,8 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <map>
+#include <set>
 
 namespace rlx::opencl {
 namespace {
@@ -114,6 +116,52 @@ TEST(Claims, OneGraphLegalisesDifferentlyForCpuAndOpenCl) {
   const ir::Tensor ref = ir::reference::evaluate(g, in, {})[0];
   EXPECT_LT(ir::max_abs_diff(run_on(opencl(), g, {}, in, {}), ref), 1e-5);
   EXPECT_LT(ir::max_abs_diff(run_on(cpu_be, g, {}, in, {}), ref), 1e-5);
+}
+
+TEST(Claims, BertMiniFusesDifferentlyForCpuAndOpenCl) {
+  // Both backends claim MatMulBiasAct, so both fuse the FFN's GEMM + bias + GELU; only OpenCL
+  // claims ElementwiseRegion (the CPU's region loop is off by default), so only its graph groups
+  // the remaining elementwise chains (the residual adds, the attention mask arithmetic) into
+  // regions, each a generated kernel. Both graphs match the reference.
+  runtime::BertConfig c;
+  c.layers = 2;
+  c.embeddings = true;
+  c.padding_mask = true;
+  c.vocab = 500;
+  const ir::Graph g = runtime::build_bert(c);
+  const ir::Bindings sizes{{"batch", 2}, {"seq", 16}};
+  auto count_of = [&](const compile::Backend& be) {
+    std::map<ir::OpKind, int> ops;
+    compile::CompileOptions opts;
+    opts.bindings = sizes;
+    compile::CompileResult r = compile::CompilePipeline(be, opts).run(g);
+    for (ir::NodeId id : r.lir.graph().ids())
+      ++ops[r.lir.graph().node(id).op];
+    return ops;
+  };
+  const cpu::CpuBackend cpu_be;
+  auto on_cpu = count_of(cpu_be), on_cl = count_of(opencl());
+  for (const auto* m : {&on_cpu, &on_cl}) {
+    std::cout << (m == &on_cpu ? "cpu:" : "opencl:");
+    for (const auto& [k, n] : *m)
+      std::cout << " " << ir::op_name(k) << "=" << n;
+    std::cout << "\n";
+  }
+  EXPECT_GT(on_cpu[ir::OpKind::MatMulBiasAct], 0);
+  EXPECT_GT(on_cl[ir::OpKind::MatMulBiasAct], 0);
+  EXPECT_EQ(on_cpu[ir::OpKind::ElementwiseRegion], 0);
+  EXPECT_GT(on_cl[ir::OpKind::ElementwiseRegion], 0);
+  // The padding-masked attention fuses on both (OpenCL claims Attention with an i64 mask).
+  EXPECT_EQ(on_cpu[ir::OpKind::Attention], c.layers);
+  EXPECT_EQ(on_cl[ir::OpKind::Attention], c.layers);
+  EXPECT_NE(on_cpu, on_cl);
+  TensorMap in = runtime::random_inputs(g, sizes, 8);
+  for (std::int64_t i = 12; i < 16; ++i)
+    in["attention_mask"].set_i64(16 + i, 0);
+  const TensorMap params = runtime::init_params(g, 99);
+  const ir::Tensor ref = ir::reference::evaluate(g, in, params)[0];
+  EXPECT_LT(ir::max_abs_diff(run_on(opencl(), g, sizes, in, params), ref), 2e-5);
+  EXPECT_LT(ir::max_abs_diff(run_on(cpu_be, g, sizes, in, params), ref), 2e-5);
 }
 
 } // namespace

@@ -10,6 +10,45 @@
 #define MM_TN 64
 #define MM_TK 16
 
+// The epilogue word of both GEMM kernels: the activation code (ACT_*, the order of
+// rlx::ir::Activation) in the low byte, EPI_BIAS when a bias [N] is added before it, EPI_GLU when
+// the result is silu(C's previous value) * (the product), SwiGluMatMul's second product.
+#define EPI_ACT_MASK 0xff
+#define EPI_BIAS 0x100
+#define EPI_GLU 0x200
+#define ACT_NONE 0
+#define ACT_RELU 1
+#define ACT_GELU 2
+#define ACT_GELU_TANH 3
+#define ACT_SILU 4
+#define ACT_SIGMOID 5
+#define ACT_TANH 6
+
+/// The activation \p act of the epilogue, rounded as the one-op kernels round it (unary_f32).
+inline float mm_act(int act, float x) {
+  switch (act) {
+  case ACT_RELU: return unary_f32(U_RELU, x);
+  case ACT_GELU: return unary_f32(U_GELU, x);
+  case ACT_GELU_TANH: return unary_f32(U_GELU_TANH, x);
+  case ACT_SILU: return unary_f32(U_SILU, x);
+  case ACT_SIGMOID: return unary_f32(U_SIGMOID, x);
+  case ACT_TANH: return unary_f32(U_TANH, x);
+  }
+  return x;
+}
+
+/// Element (.., n) of the result from its product \p acc: + bias[n], the activation, and for
+/// EPI_GLU silu(*c) * that, where *c (the same element) holds the gate product.
+inline float mm_epilogue(float acc, long n, __global const float* bias, int epi,
+                         __global const float* c) {
+  if (epi & EPI_BIAS)
+    acc += bias[n];
+  acc = mm_act(epi & EPI_ACT_MASK, acc);
+  if (epi & EPI_GLU)
+    acc = unary_f32(U_SILU, *c) * acc;
+  return acc;
+}
+
 /// Adds batch \p batch's offsets of A and B to \p aoff / \p boff. m: nb, batch dims[nb], A batch
 /// strides[nb], B batch strides[nb].
 inline void matmul_batch_offsets(__global const long* m, long batch, long* aoff, long* boff) {
@@ -25,10 +64,12 @@ inline void matmul_batch_offsets(__global const long* m, long batch, long* aoff,
 
 /// meta: nb (batch rank), batch dims[nb], A batch strides[nb], B batch strides[nb]; C is
 /// contiguous [batch, M, N]. A(m, k) = A[m * a_rs + k * a_cs], B(k, n) = B[k * b_rs + n * b_cs].
+/// (bias, bo) and epi: the epilogue (mm_epilogue).
 __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
 matmul_f32_k(__global const float* A, long ao, __global const float* B, long bo, __global float* C,
              long co, long M, long N, long K, long a_rs, long a_cs, long b_rs, long b_cs,
-             __global const long* meta, long mo) {
+             __global const long* meta, long mo, __global const float* bias, long bias_o,
+             int epi) {
   __local float As[MM_TK][MM_TM + 1];
   __local float Bs[MM_TK][MM_TN + 1];
   const int lx = get_local_id(0), ly = get_local_id(1);
@@ -78,7 +119,7 @@ matmul_f32_k(__global const float* A, long ao, __global const float* B, long bo,
     for (int j = 0; j < 4; ++j) {
       const long gn = n0 + lx + 16 * j;
       if (gn < N)
-        C[gm * N + gn] = acc[i][j];
+        C[gm * N + gn] = mm_epilogue(acc[i][j], gn, bias + bias_o, epi, C + gm * N + gn);
     }
   }
 }
@@ -89,7 +130,7 @@ matmul_f32_k(__global const float* A, long ao, __global const float* B, long bo,
 __kernel void matmul_rows_f32_k(__global const float* A, long ao, __global const float* B, long bo,
                                 __global float* C, long co, long M, long N, long K, long a_rs,
                                 long a_cs, long b_rs, long b_cs, __global const long* meta,
-                                long mo) {
+                                long mo, __global const float* bias, long bias_o, int epi) {
   const long n = get_global_id(0), mi = get_global_id(1), batch = get_global_id(2);
   if (n >= N || mi >= M)
     return;
@@ -98,7 +139,29 @@ __kernel void matmul_rows_f32_k(__global const float* A, long ao, __global const
   __global const float* a = A + aoff + mi * a_rs;
   __global const float* b = B + boff + n * b_cs;
   float acc = 0.0f;
-  for (long k = 0; k < K; ++k)
-    acc = fma(a[k * a_cs], b[k * b_rs], acc);
-  C[co + batch * M * N + mi * N + n] = acc;
+  if (a_cs == 1 && b_rs == 1) {
+    // Both operands contiguous along k (x · Wᵀ, the common case): float4 loads, four partial
+    // sums. vload4 needs only element alignment.
+    float4 acc4 = (float4)(0.0f);
+    long k = 0;
+    for (; k + 4 <= K; k += 4)
+      acc4 = fma(vload4(0, a + k), vload4(0, b + k), acc4);
+    for (; k < K; ++k)
+      acc = fma(a[k], b[k], acc);
+    acc += (acc4.x + acc4.y) + (acc4.z + acc4.w);
+  } else {
+    for (long k = 0; k < K; ++k)
+      acc = fma(a[k * a_cs], b[k * b_rs], acc);
+  }
+  __global float* c = C + co + batch * M * N + mi * N + n;
+  *c = mm_epilogue(acc, n, bias + bias_o, epi, c);
+}
+
+/// The epilogue alone, in place over a contiguous [rows, N] product (after a library GEMM):
+/// c[i] = epilogue(c[i]) with bias[i % N]. EPI_GLU is not taken here.
+__kernel void epilogue_f32_k(__global float* C, long co, __global const float* bias, long bias_o,
+                             long n, long N, int epi) {
+  const long i = get_global_id(0);
+  if (i < n)
+    C[co + i] = mm_epilogue(C[co + i], i % N, bias + bias_o, epi & ~EPI_GLU, C + co + i);
 }

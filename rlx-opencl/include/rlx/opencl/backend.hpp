@@ -14,10 +14,16 @@ namespace rlx::opencl {
 
 /// Which GEMM kernel runs MatMul.
 enum class GemmKernel : std::uint8_t {
-  automatic, ///< tiled for products of 64 rows or more, rows below (DESIGN.md, "GEMM")
+  automatic, ///< by measurement (DESIGN.md, "GEMM"): rows below 8 rows, and on a CPU device
+             ///< (pocl) for every x · Wᵀ; else CLBlast where built with it, else tiled from 64
   tiled,     ///< 64 x 64 tiles staged in local memory (matmul_f32_k)
   rows,      ///< one work-item per output element (matmul_rows_f32_k)
+  clblast,   ///< CLBlast's SGEMM where it applies (unbatched, no SwiGluMatMul gate epilogue;
+             ///< else tiled from 64 rows, rows below); an Error when built without CLBlast
 };
+
+/// Whether rlx-opencl was built with CLBlast (found at configure time; optional).
+bool have_clblast();
 
 /// Options of the OpenCL backend, fixed when the backend is created.
 struct OpenClOptions {
@@ -55,6 +61,13 @@ public:
   /// Compiles an LIR module planned with this backend's alignment(). Throws Error naming the node
   /// when an op is not claimed or a kernel cannot take it.
   std::unique_ptr<compile::Executable> compile(const ir::Module& lir) const override;
+  /// Compiles \p lir with its Params bound by name to \p weights: each weight is one device
+  /// buffer per device and region (the region's derived copy of kind "opencl:<device>"), uploaded
+  /// once and read by every executable compiled against the region (every shape variant);
+  /// WeightRegion::write (or set_param on any of them) refreshes it for all.
+  std::unique_ptr<compile::Executable>
+  compile_with_weights(const ir::Module& lir,
+                       std::shared_ptr<compile::WeightRegion> weights) const override;
 
   /// The options the backend was created with.
   const OpenClOptions& options() const { return opts_; }
