@@ -13,6 +13,8 @@ packages=(
   libdnnl-dev libopenblas-dev libtbb-dev
   # rlx-opencl (pocl runs the OpenCL tests on the CPU)
   ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers pocl-opencl-icd
+  # rlx-opencl's optional CLBlast GEMM (chosen per shape by measurement)
+  libclblast-dev
   # rlx-onnx (optional, RLX_WITH_ONNX): ONNX protos + protobuf; the ONNX backend test suite
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   # rlx-runtime
