@@ -174,7 +174,7 @@ TEST(CpuExecutable, PackedWeightsFollowTheirParam) {
   auto w = b.param("w", Shape::of({96, 64}));
   auto y = b.matmul(x, w, false, true);
   b.output(b.matmul(y, b.constant(iota({96, 32}, 0.01)), false, false));
-  cpu::CpuBackend backend;
+  cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::onednn});
   auto exe = compile_graph(g, backend);
   Tensor xv = iota({16, 64});
   exe->set_input("x", xv);
@@ -235,7 +235,7 @@ double relative_error(compile::Executable& exe, const ir::Graph& g, const Tensor
 TEST(CpuExecutable, WeightsAreSharedAndPackedCopiesReplaceThePlainOnes) {
   // Two executables of different shapes read one region: the GEMM weight w is held once, packed
   // (its plain bytes are given back), and the norm's gain and the bias stay plain.
-  cpu::CpuBackend backend;
+  cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::onednn});
   auto weights = std::make_shared<compile::WeightRegion>();
   ir::Graph g8 = weights_graph(8), g16 = weights_graph(16);
   auto e8 = compile_bound(g8, backend, weights);

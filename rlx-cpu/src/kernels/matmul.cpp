@@ -4,6 +4,7 @@
 #include "../matmul.hpp"
 
 #include "../dtypes.hpp"
+#include "../gemm_choice.hpp"
 #include "../lower.hpp"
 #include "../onednn.hpp"
 #include "../unary_math.hpp"
@@ -317,8 +318,8 @@ MatMulSpec spec_of(const NodeView& n) {
   // Weights (a 2-D Param or Constant) are packed once into oneDNN's preferred layout.
   ir::NodeId b = n.node().inputs[1];
   ir::OpKind bop = n.graph.node(b).op;
-  s.pack_b = n.opts.gemm == GemmProvider::onednn && s.dtype == ir::DType::f32 &&
-             s.b_sizes.size() == 2 && (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
+  s.pack_b = s.dtype == ir::DType::f32 && s.b_sizes.size() == 2 &&
+             (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
   s.b_source = b;
   return s;
 }
@@ -335,21 +336,29 @@ MatMulSpec spec_of(const LowerContext& c) {
 }
 
 bool accepts_onednn(const NodeView& n) {
-  return choose_gemm(spec_of(n), n.opts.gemm) == GemmImpl::onednn;
+  return choose_gemm(spec_of(n), n.opts, n.threads) == GemmImpl::onednn;
 }
 bool accepts_openblas(const NodeView& n) {
-  return choose_gemm(spec_of(n), n.opts.gemm) == GemmImpl::openblas;
+  return choose_gemm(spec_of(n), n.opts, n.threads) == GemmImpl::openblas;
+}
+/// \p k with the listing's note on how its provider was chosen.
+std::unique_ptr<Kernel> noted(std::unique_ptr<Kernel> k, const MatMulSpec& s,
+                              const LowerContext& c) {
+  k->set_note(gemm_choice_note(s, c.opts, c.threads));
+  return k;
 }
 std::int64_t onednn_scratch(const NodeView& n) {
   return matmul_scratch_bytes(spec_of(n), GemmImpl::onednn);
 }
 std::unique_ptr<Kernel> make_onednn_op(const LowerContext& c) {
   MatMulSpec s = spec_of(c);
-  return make_matmul_kernel(s, GemmImpl::onednn,
-                            c.scratch(matmul_scratch_bytes(s, GemmImpl::onednn)));
+  return noted(
+      make_matmul_kernel(s, GemmImpl::onednn, c.scratch(matmul_scratch_bytes(s, GemmImpl::onednn))),
+      s, c);
 }
 std::unique_ptr<Kernel> make_openblas_op(const LowerContext& c) {
-  return make_matmul_kernel(spec_of(c), GemmImpl::openblas, nullptr);
+  MatMulSpec s = spec_of(c);
+  return noted(make_matmul_kernel(s, GemmImpl::openblas, nullptr), s, c);
 }
 std::unique_ptr<Kernel> make_loop_op(const LowerContext& c) {
   return make_matmul_kernel(spec_of(c), GemmImpl::loop, nullptr);
@@ -363,12 +372,26 @@ constexpr KernelImpl kMatMul[] = {
 
 } // namespace
 
-GemmImpl choose_gemm(const MatMulSpec& spec, GemmProvider provider) {
-  if (spec.dtype == ir::DType::f32)
-    return provider == GemmProvider::onednn ? GemmImpl::onednn : GemmImpl::openblas;
+GemmImpl choose_gemm(const MatMulSpec& spec, const CpuOptions& opts, int threads) {
+  if (spec.dtype == ir::DType::f32) {
+    switch (opts.gemm) {
+    case GemmProvider::onednn:
+      return GemmImpl::onednn;
+    case GemmProvider::openblas:
+      return GemmImpl::openblas;
+    case GemmProvider::automatic:
+      return measured_gemm(spec, threads, opts.gemm_measure_min_work).impl;
+    }
+  }
   if (spec.dtype == ir::DType::f64)
     return GemmImpl::openblas;
   return GemmImpl::loop;
+}
+
+std::string gemm_choice_note(const MatMulSpec& spec, const CpuOptions& opts, int threads) {
+  if (spec.dtype != ir::DType::f32 || opts.gemm != GemmProvider::automatic)
+    return {};
+  return measured_gemm(spec, threads, opts.gemm_measure_min_work).note();
 }
 
 std::int64_t matmul_scratch_bytes(const MatMulSpec& spec, GemmImpl impl) {
