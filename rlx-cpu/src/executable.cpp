@@ -348,7 +348,7 @@ void CpuExecutable::execute() {
   if (uses_onednn_)
     set_openmp_threads(threads_);
   if (uses_openblas_)
-    configure_library_threads(threads_);
+    configure_library_threads(1); // called from our TBB tasks, one thread each (kernels/matmul.cpp)
   // The one execution path: every kernel record in schedule order (timed when profiling).
   for (Record& r : kernels_) {
     if (!profiling_) {

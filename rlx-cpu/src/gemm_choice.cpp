@@ -113,13 +113,27 @@ GemmChoice measure(const MatMulSpec& shape, int threads) {
   s.bias = s.has_bias ? bias.get() : nullptr;
   LocalPacker packer;
   s.packer = &packer;
-  AlignedBytes scratch = aligned_bytes(matmul_scratch_bytes(s, GemmImpl::onednn));
-  std::unique_ptr<Kernel> cand[2] = {make_matmul_kernel(s, GemmImpl::onednn, scratch.get()),
-                                     make_matmul_kernel(s, GemmImpl::openblas, nullptr)};
+  // A candidate that cannot run the product (oneDNN has no algorithm for the epilogue, ...) leaves
+  // the choice to the other one, unmeasured.
+  AlignedBytes scratch;
+  std::unique_ptr<Kernel> cand[2];
+  try {
+    scratch = aligned_bytes(matmul_scratch_bytes(s, GemmImpl::onednn));
+    cand[0] = make_matmul_kernel(s, GemmImpl::onednn, scratch.get());
+  } catch (const Error&) {
+    return GemmChoice{GemmImpl::openblas};
+  } catch (const dnnl::error&) {
+    return GemmChoice{GemmImpl::openblas};
+  }
+  try {
+    cand[1] = make_matmul_kernel(s, GemmImpl::openblas, nullptr);
+  } catch (const Error&) {
+    return GemmChoice{GemmImpl::onednn};
+  }
   dnnl::stream stream(onednn::engine());
   ExecContext ctx{&measuring_pool(threads), &stream, threads};
   set_openmp_threads(threads);
-  configure_library_threads(threads);
+  configure_library_threads(1); // as a run sets it: OpenBLAS runs inside our TBB tasks
   // One warm-up call each (first touch of the output, the libraries' pools), then interleaved
   // timed calls, alternating which goes first.
   const double warm = run_ms(*cand[0], ctx) + run_ms(*cand[1], ctx);
@@ -168,8 +182,9 @@ Cache& cache() {
 
 std::string GemmChoice::note() const {
   if (!measured)
-    return over_budget ? "auto: onednn, not measured (the measuring budget is spent)"
-                       : "auto: onednn, not measured (little work)";
+    return impl == GemmImpl::openblas ? "auto: openblas, the only candidate"
+           : over_budget              ? "auto: onednn, not measured (the measuring budget is spent)"
+                                      : "auto: onednn, not measured (little work)";
   char buf[96];
   const bool dnn = impl == GemmImpl::onednn;
   std::snprintf(buf, sizeof buf, "auto: %s %.3f ms < %s %.3f ms", dnn ? "onednn" : "openblas",
