@@ -1,7 +1,7 @@
 // gemm_choice.cpp: `--gemm auto`: every f32 product shape timed once per process on oneDNN and
 // OpenBLAS (with its epilogue), on buffers of the real shape with the weights packed as the kernel
-// reads them, interleaved, median; the fastest is cached by shape, transposes, epilogue, packable
-// weights, threads and ISA.
+// reads them, each in a block after its own warm-up, median; the fastest is cached by shape,
+// transposes, epilogue, packable weights, threads and ISA.
 #include "gemm_choice.hpp"
 
 #include "onednn.hpp"
@@ -134,15 +134,19 @@ GemmChoice measure(const MatMulSpec& shape, int threads) {
   ExecContext ctx{&measuring_pool(threads), &stream, threads};
   set_openmp_threads(threads);
   configure_library_threads(1); // as a run sets it: OpenBLAS runs inside our TBB tasks
-  // One warm-up call each (first touch of the output, the libraries' pools), then interleaved
-  // timed calls, alternating which goes first.
-  const double warm = run_ms(*cand[0], ctx) + run_ms(*cand[1], ctx);
-  const int reps =
-      std::clamp(static_cast<int>(kPerShapeMs / std::max(warm, 1e-3)), kMinReps, kMaxReps);
+  // Each candidate in a block of its own: a warm-up call (first touch of the output, and the hand
+  // over from the other library's pool: TBB workers spin for a while after a task, which starves
+  // the OpenMP threads oneDNN wakes next if the calls were interleaved), then timed calls.
   std::vector<double> t[2];
-  for (int r = 0; r < reps; ++r)
-    for (int i : {r % 2, 1 - r % 2})
+  int reps = kMinReps;
+  for (int i : {0, 1}) {
+    const double warm = run_ms(*cand[i], ctx);
+    if (i == 0)
+      reps =
+          std::clamp(static_cast<int>(kPerShapeMs / 2 / std::max(warm, 1e-3)), kMinReps, kMaxReps);
+    for (int r = 0; r < reps; ++r)
       t[i].push_back(run_ms(*cand[i], ctx));
+  }
   GemmChoice c;
   c.measured = true;
   c.onednn_ms = median(t[0]);
