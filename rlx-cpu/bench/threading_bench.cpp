@@ -2,7 +2,7 @@
 // thread pools share the cores (run it under different OMP_WAIT_POLICY / GOMP_SPINCOUNT settings:
 // libgomp reads them when it loads, so they must be set before the program starts).
 //
-//   rlx_cpu_threading_bench [--gemm onednn|openblas] [--threads N] [--layers L] [--batch B]
+//   rlx_cpu_threading_bench [--gemm auto|onednn|openblas] [--threads N] [--layers L] [--batch B]
 //                           [--seq S] [--reps R] [--profile]
 #include "bert_layer.hpp"
 #include "rlx/compile/pipeline.hpp"
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--gemm")
-      opts.gemm = next() == "openblas" ? cpu::GemmProvider::openblas : cpu::GemmProvider::onednn;
+      opts.gemm = cpu::parse_gemm_provider(next());
     else if (a == "--threads")
       opts.num_threads = std::stoi(next());
     else if (a == "--layers")
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   };
   std::printf("gemm=%s threads=%d OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s layers=%lld b=%lld s=%lld: "
               "median %.2f ms, min %.2f ms, max %.2f ms, %.1f GFLOP/s\n",
-              opts.gemm == cpu::GemmProvider::onednn ? "onednn" : "openblas", backend.threads(),
+              std::string(cpu::gemm_provider_name(opts.gemm)).c_str(), backend.threads(),
               env("OMP_WAIT_POLICY"), env("GOMP_SPINCOUNT"), static_cast<long long>(cfg.layers),
               static_cast<long long>(cfg.batch), static_cast<long long>(cfg.seq), median,
               ms.front(), ms.back(), cpu::bench::bert_flops(cfg) / (median * 1e6));

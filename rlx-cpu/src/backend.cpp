@@ -13,10 +13,33 @@
 
 namespace rlx::cpu {
 
+std::string_view gemm_provider_name(GemmProvider p) {
+  switch (p) {
+  case GemmProvider::automatic:
+    return "auto";
+  case GemmProvider::onednn:
+    return "onednn";
+  case GemmProvider::openblas:
+    return "openblas";
+  }
+  return "?";
+}
+
+GemmProvider parse_gemm_provider(std::string_view name) {
+  for (GemmProvider p : {GemmProvider::automatic, GemmProvider::onednn, GemmProvider::openblas})
+    if (gemm_provider_name(p) == name)
+      return p;
+  throw Error("rlx-cpu: unknown GEMM provider '" + std::string(name) +
+              "' (auto, onednn or openblas)");
+}
+
 CpuBackend::CpuBackend(CpuOptions opts) : opts_(opts) {
   if (opts_.num_threads < 0)
     throw Error("rlx-cpu: num_threads must be >= 0 (0 = every core), got " +
                 std::to_string(opts_.num_threads));
+  if (opts_.gemm_measure_min_work < 0)
+    throw Error("rlx-cpu: gemm_measure_min_work must be >= 0, got " +
+                std::to_string(opts_.gemm_measure_min_work));
   threads_ = opts_.num_threads > 0 ? opts_.num_threads : tbb::info::default_concurrency();
   if (threads_ < 1)
     threads_ = 1;

@@ -228,7 +228,10 @@ void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
     const KernelImpl* impl = select_kernel(c);
     if (!impl)
       throw Error("rlx-cpu: no kernel accepts " + ir::describe(g, id) + " (" + n.shape.str() + ")");
-    kernels_.push_back({impl->make(c), label + " [" + impl->name + "] " + offsets_of(g, plan, id)});
+    std::unique_ptr<Kernel> kernel = impl->make(c);
+    std::string note = kernel->note().empty() ? "" : " (" + kernel->note() + ")";
+    kernels_.push_back({std::move(kernel),
+                        label + " [" + impl->name + "]" + note + " " + offsets_of(g, plan, id)});
     uses_onednn_ = uses_onednn_ || std::string_view(impl->name) == "onednn";
     uses_openblas_ = uses_openblas_ || std::string_view(impl->name) == "openblas";
   }
@@ -345,7 +348,7 @@ void CpuExecutable::execute() {
   if (uses_onednn_)
     set_openmp_threads(threads_);
   if (uses_openblas_)
-    configure_library_threads(threads_);
+    configure_library_threads(1); // called from our TBB tasks, one thread each (kernels/matmul.cpp)
   // The one execution path: every kernel record in schedule order (timed when profiling).
   for (Record& r : kernels_) {
     if (!profiling_) {

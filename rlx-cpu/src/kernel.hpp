@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 namespace rlx::cpu {
 
@@ -29,6 +31,14 @@ public:
   virtual ~Kernel() = default;
   /// Runs the kernel once.
   virtual void run(ExecContext& ctx) = 0;
+  /// Words the kernel listing adds after the implementation's name (e.g. why `--gemm auto` chose
+  /// it); empty by default.
+  const std::string& note() const { return note_; }
+  /// Sets note().
+  void set_note(std::string note) { note_ = std::move(note); }
+
+private:
+  std::string note_;
 };
 
 /// Calls \p fn(begin, end) over [0, n) in chunks of at least \p grain, on the executable's TBB

@@ -36,6 +36,7 @@ struct MatMulSpec {
   ir::Activation act = ir::Activation::none;
   /// oneDNN: let the primitive choose b's layout and read b from a packed copy (b must be a 2-D
   /// Param or Constant, node \p b_source, and \p packer must be set when the kernel is built).
+  /// Other implementations ignore it.
   bool pack_b = false;
   ir::NodeId b_source;
   onednn::WeightPacker* packer = nullptr;
@@ -44,8 +45,12 @@ struct MatMulSpec {
 /// The GEMM implementations, in preference order.
 enum class GemmImpl : std::uint8_t { onednn, openblas, loop };
 
-/// The implementation \p provider selects for \p spec's dtype.
-GemmImpl choose_gemm(const MatMulSpec& spec, GemmProvider provider);
+/// The implementation \p opts.gemm selects for \p spec on \p threads threads: fixed by the
+/// provider, or measured per shape (GemmProvider::automatic, gemm_choice.hpp) for f32; f64 runs on
+/// OpenBLAS and other dtypes on loops.
+GemmImpl choose_gemm(const MatMulSpec& spec, const CpuOptions& opts, int threads);
+/// What the kernel listing says about the choice for \p spec (empty unless measured per shape).
+std::string gemm_choice_note(const MatMulSpec& spec, const CpuOptions& opts, int threads);
 /// The scratch bytes (oneDNN scratchpad) that implementation \p impl needs for \p spec.
 std::int64_t matmul_scratch_bytes(const MatMulSpec& spec, GemmImpl impl);
 /// Builds the kernel of \p spec with implementation \p impl; \p scratch holds

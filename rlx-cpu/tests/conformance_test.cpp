@@ -30,7 +30,7 @@ std::string case_name(const testing::TestParamInfo<std::size_t>& info) {
   return op_cases().at(info.param).name;
 }
 
-/// The default CPU backend: oneDNN GEMM, every core.
+/// The default CPU backend: `--gemm auto`, every core.
 class CpuConformance : public testing::TestWithParam<std::size_t> {};
 TEST_P(CpuConformance, MatchesReference) {
   static const rlx::cpu::CpuBackend backend;
@@ -59,6 +59,24 @@ TEST_P(OpenblasConformance, MatchesReference) {
 }
 INSTANTIATE_TEST_SUITE_P(CpuOpenblas1Thread, OpenblasConformance, testing::ValuesIn(gemm_cases()),
                          case_name);
+
+/// `--gemm auto` with every product measured (no work threshold), on two threads; and oneDNN
+/// forced (the default backend is auto, which leaves these small products to oneDNN unmeasured).
+class AutoGemmConformance : public testing::TestWithParam<std::size_t> {};
+TEST_P(AutoGemmConformance, MatchesReference) {
+  static const rlx::cpu::CpuBackend backend(
+      rlx::cpu::CpuOptions{rlx::cpu::GemmProvider::automatic, 2, false, 0});
+  check(backend, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(CpuAutoMeasured, AutoGemmConformance, testing::ValuesIn(gemm_cases()),
+                         case_name);
+class OnednnConformance : public testing::TestWithParam<std::size_t> {};
+TEST_P(OnednnConformance, MatchesReference) {
+  static const rlx::cpu::CpuBackend backend(
+      rlx::cpu::CpuOptions{rlx::cpu::GemmProvider::onednn, 0});
+  check(backend, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(CpuOnednn, OnednnConformance, testing::ValuesIn(gemm_cases()), case_name);
 
 /// The opt-in region loop (CpuOptions::elementwise_regions) on the ElementwiseRegion cases.
 std::vector<std::size_t> region_cases() {

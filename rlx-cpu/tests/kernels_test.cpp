@@ -68,6 +68,49 @@ TEST_P(MatmulEpilogue, BiasAndActivationMatchTheDefinition) {
   }
 }
 
+TEST_P(MatmulEpilogue, LargeProductsSplitOverThreadsMatchTheDefinition) {
+  // Large enough that OpenBLAS splits the columns over tasks (uneven blocks: 200 = 112 + 88) and
+  // applies the epilogue per block; and a batched product whose matrices are split over tasks.
+  const std::int64_t batch = 2, m = 64, n = 200, k = 160;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(static_cast<std::size_t>(batch * m * k)),
+      b(static_cast<std::size_t>(batch * n * k)), bias(static_cast<std::size_t>(n)),
+      y(static_cast<std::size_t>(batch * m * n), -99.0f);
+  for (auto* v : {&a, &b, &bias})
+    for (auto& x : *v)
+      x = u(rng);
+  tbb::task_arena pool(2);
+  dnnl::stream stream(cpu::onednn::engine());
+  cpu::ExecContext ctx{&pool, &stream, 2};
+  for (bool batched_b : {false, true}) {
+    cpu::MatMulSpec s;
+    s.a_sizes = {batch, m, k};
+    s.b_sizes =
+        batched_b ? std::vector<std::int64_t>{batch, n, k} : std::vector<std::int64_t>{n, k};
+    s.out_sizes = {batch, m, n};
+    s.transpose_b = true;
+    s.a = reinterpret_cast<const std::byte*>(a.data());
+    s.b = reinterpret_cast<const std::byte*>(b.data());
+    s.out = reinterpret_cast<std::byte*>(y.data());
+    s.bias = reinterpret_cast<const std::byte*>(bias.data());
+    s.act = ir::Activation::gelu;
+    std::vector<std::byte> scratch(
+        static_cast<std::size_t>(cpu::matmul_scratch_bytes(s, GetParam())) + 1);
+    auto kernel = cpu::make_matmul_kernel(s, GetParam(), scratch.data());
+    kernel->run(ctx);
+    for (std::int64_t i = 0; i < batch; ++i) {
+      std::vector<float> ai(a.begin() + i * m * k, a.begin() + (i + 1) * m * k);
+      const std::int64_t bo = batched_b ? i * n * k : 0;
+      std::vector<float> bi(b.begin() + bo, b.begin() + bo + n * k);
+      auto want = expected(ai, bi, bias, m, n, k, true);
+      for (std::size_t e = 0; e < want.size(); ++e)
+        ASSERT_NEAR(y[static_cast<std::size_t>(i * m * n) + e], want[e], 5e-5)
+            << "matrix " << i << " element " << e << (batched_b ? " (batched b)" : "");
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllGemms, MatmulEpilogue,
                          testing::Values(cpu::GemmImpl::onednn, cpu::GemmImpl::openblas,
                                          cpu::GemmImpl::loop),

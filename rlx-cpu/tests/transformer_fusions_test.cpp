@@ -74,8 +74,10 @@ CpuRun check(const Graph& g, double tol) {
     all[l.name] = params[l.name] = random_tensor(l.shape, seed++);
   }
   const auto want = ir::reference::evaluate(g, in, params);
-  for (auto provider : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas}) {
-    const cpu::CpuBackend backend(cpu::CpuOptions{provider, 0});
+  // auto measures every product here (no work threshold), so its choices are exercised too.
+  for (auto provider :
+       {cpu::GemmProvider::onednn, cpu::GemmProvider::automatic, cpu::GemmProvider::openblas}) {
+    const cpu::CpuBackend backend(cpu::CpuOptions{provider, 0, false, 0});
     CpuRun fused = run(g, backend, true, all);
     CpuRun plain = run(g, backend, false, all);
     for (std::size_t i = 0; i < want.size(); ++i) {

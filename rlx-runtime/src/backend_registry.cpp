@@ -43,8 +43,7 @@ std::vector<DeviceKind> BackendRegistry::kinds() const {
 }
 
 void register_cpu_backend(BackendRegistry& registry, const cpu::CpuOptions& opts) {
-  std::string config = std::string("gemm=") +
-                       (opts.gemm == cpu::GemmProvider::onednn ? "onednn" : "openblas") +
+  std::string config = std::string("gemm=") + std::string(cpu::gemm_provider_name(opts.gemm)) +
                        " threads=" + std::to_string(opts.num_threads);
   registry.add(
       DeviceKind::cpu,

@@ -4,6 +4,7 @@
 #include "../matmul.hpp"
 
 #include "../dtypes.hpp"
+#include "../gemm_choice.hpp"
 #include "../lower.hpp"
 #include "../onednn.hpp"
 #include "../unary_math.hpp"
@@ -175,8 +176,7 @@ std::unique_ptr<Kernel> make_onednn(const MatMulSpec& s, std::byte* scratch) {
 // ---- epilogue for the non-oneDNN paths
 // -----------------------------------------------------------
 
-/// out[r, :] = act(out[r, :] + bias) over \p rows rows of \p n, in parallel (after the GEMM, never
-/// inside it).
+/// out[r, :] = act(out[r, :] + bias) over \p rows rows of \p n, in parallel (after the loop GEMM).
 template <class T>
 void epilogue(ExecContext& ctx, T* out, std::int64_t rows, std::int64_t n, const T* bias,
               ir::Activation act) {
@@ -200,6 +200,11 @@ void epilogue(ExecContext& ctx, T* out, std::int64_t rows, std::int64_t n, const
 
 // ---- OpenBLAS ----------------------------------------------------------------------------------
 
+/// OpenBLAS on one thread per call, called from tasks of the executable's TBB pool: the product is
+/// split into column blocks (and batch matrices), one sgemm / dgemm per task, and each task applies
+/// the bias + activation epilogue to its block while it is in cache. So OpenBLAS's own pthread
+/// pool never runs (it spins between calls, holding the cores the other pools need), no handoff
+/// between pools happens, and the epilogue is not a second pass over the result.
 template <class T> class BlasMatmul final : public Kernel {
 public:
   explicit BlasMatmul(const MatMulSpec& s) : s_(s), g_(geometry(s)) {
@@ -212,35 +217,78 @@ public:
     const T* a = reinterpret_cast<const T*>(s_.a);
     const T* b = reinterpret_cast<const T*>(s_.b);
     T* c = reinterpret_cast<T*>(s_.out);
-    auto ta = s_.transpose_a ? CblasTrans : CblasNoTrans;
-    auto tb = s_.transpose_b ? CblasTrans : CblasNoTrans;
-    auto lda = static_cast<blasint>(s_.transpose_a ? g_.m : g_.k);
-    auto ldb = static_cast<blasint>(s_.transpose_b ? g_.k : g_.n);
-    auto gemm = [&](const T* x, const T* y, T* z, std::int64_t m) {
-      if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(g_.n),
-                    static_cast<blasint>(g_.k), 1.0f, x, lda, y, ldb, 0.0f, z,
-                    static_cast<blasint>(g_.n));
-      else
-        cblas_dgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(g_.n),
-                    static_cast<blasint>(g_.k), 1.0, x, lda, y, ldb, 0.0, z,
-                    static_cast<blasint>(g_.n));
-    };
-    std::int64_t rows = g_.batches() * g_.m;
-    if (g_.flat) {
-      gemm(a, b, c, rows);
-    } else {
-      for (std::size_t i = 0; i < a_off_.size(); ++i)
-        gemm(a + a_off_[i], b + b_off_[i], c + static_cast<std::int64_t>(i) * g_.m * g_.n, g_.m);
-    }
-    epilogue<T>(ctx, c, rows, g_.n, reinterpret_cast<const T*>(s_.bias), s_.act);
+    const T* bias = reinterpret_cast<const T*>(s_.bias);
+    const auto op = activation_op(s_.act);
+    const std::int64_t n = g_.n, k = g_.k;
+    const std::int64_t mats = g_.flat ? 1 : static_cast<std::int64_t>(a_off_.size());
+    const std::int64_t rows = g_.flat ? g_.batches() * g_.m : g_.m;
+    // Tasks: enough for every thread (column blocks of >= 16 columns when there are fewer matrices
+    // than threads); one task when the product is small (waking a thread costs more).
+    std::int64_t blocks = 1;
+    if (ctx.threads > 1 && mats < ctx.threads && mats * rows * n * k >= kSplitWork)
+      blocks = std::min<std::int64_t>((ctx.threads + mats - 1) / mats, (n + 15) / 16);
+    const std::int64_t width = ((n + blocks - 1) / blocks + 15) / 16 * 16;
+    blocks = (n + width - 1) / width;
+    const auto ta = s_.transpose_a ? CblasTrans : CblasNoTrans;
+    const auto tb = s_.transpose_b ? CblasTrans : CblasNoTrans;
+    const auto lda = static_cast<blasint>(s_.transpose_a ? g_.m : k);
+    const auto ldb = static_cast<blasint>(s_.transpose_b ? k : n);
+    const std::int64_t grain = mats * rows * n * k >= kSplitWork ? 1 : mats * blocks;
+    parallel_for(ctx, mats * blocks, grain, [&](std::int64_t t0, std::int64_t t1) {
+      for (std::int64_t t = t0; t < t1; ++t) {
+        const std::int64_t i = t / blocks, j0 = (t % blocks) * width;
+        const std::int64_t cols = std::min(n, j0 + width) - j0;
+        const T* x = g_.flat ? a : a + a_off_[static_cast<std::size_t>(i)];
+        const T* y = (g_.flat ? b : b + b_off_[static_cast<std::size_t>(i)]) +
+                     (s_.transpose_b ? j0 * k : j0);
+        T* z = c + i * rows * n + j0;
+        if constexpr (std::is_same_v<T, float>)
+          cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(rows), static_cast<blasint>(cols),
+                      static_cast<blasint>(k), 1.0f, x, lda, y, ldb, 0.0f, z,
+                      static_cast<blasint>(n));
+        else
+          cblas_dgemm(CblasRowMajor, ta, tb, static_cast<blasint>(rows), static_cast<blasint>(cols),
+                      static_cast<blasint>(k), 1.0, x, lda, y, ldb, 0.0, z,
+                      static_cast<blasint>(n));
+        if (!bias && !op)
+          continue;
+        for (std::int64_t r = 0; r < rows; ++r) {
+          T* row = z + r * n;
+          if (bias)
+            for (std::int64_t j = 0; j < cols; ++j)
+              row[j] += bias[j0 + j];
+          if (op)
+            with_unary<T>(*op, [&](auto f) {
+              for (std::int64_t j = 0; j < cols; ++j)
+                row[j] = f(row[j]);
+            });
+        }
+      }
+    });
   }
 
 private:
+  /// Multiply-adds from which a product is split over the threads (as oneDNN primitives).
+  static constexpr std::int64_t kSplitWork = 4 * kTaskWork;
   MatMulSpec s_;
   Geometry g_;
   std::vector<std::int64_t> a_off_, b_off_;
 };
+
+/// OpenBLAS packs both operands on every call, and its copy of a [K, N] right operand is cheaper
+/// than of a transposed [N, K] one (measured on Zen 4 / AVX2, 2 threads, 5-10%: M64 K784 N512
+/// 0.677 against 0.713 ms, M128 K768 N3072 8.4 against 9.2 ms of CPU time). So a transposed 2-D
+/// weight (Param or Constant) is read from a [K, N] copy kept by the packer, made when the weight
+/// is bound, not on every run; it is the same layout oneDNN's gemm picks on AVX2, so both share it.
+MatMulSpec blas_weights(MatMulSpec s) {
+  Geometry g = geometry(s);
+  if (!s.pack_b || !s.packer || !s.transpose_b || !g.flat || s.dtype != ir::DType::f32)
+    return s;
+  s.b = static_cast<const std::byte*>(s.packer->packed(
+      s.b_source, s.b, operand_md({}, g.k, g.n, true), operand_md({}, g.k, g.n, false)));
+  s.transpose_b = false;
+  return s;
+}
 
 // ---- loops -------------------------------------------------------------------------------------
 
@@ -317,8 +365,8 @@ MatMulSpec spec_of(const NodeView& n) {
   // Weights (a 2-D Param or Constant) are packed once into oneDNN's preferred layout.
   ir::NodeId b = n.node().inputs[1];
   ir::OpKind bop = n.graph.node(b).op;
-  s.pack_b = n.opts.gemm == GemmProvider::onednn && s.dtype == ir::DType::f32 &&
-             s.b_sizes.size() == 2 && (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
+  s.pack_b = s.dtype == ir::DType::f32 && s.b_sizes.size() == 2 &&
+             (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
   s.b_source = b;
   return s;
 }
@@ -335,21 +383,29 @@ MatMulSpec spec_of(const LowerContext& c) {
 }
 
 bool accepts_onednn(const NodeView& n) {
-  return choose_gemm(spec_of(n), n.opts.gemm) == GemmImpl::onednn;
+  return choose_gemm(spec_of(n), n.opts, n.threads) == GemmImpl::onednn;
 }
 bool accepts_openblas(const NodeView& n) {
-  return choose_gemm(spec_of(n), n.opts.gemm) == GemmImpl::openblas;
+  return choose_gemm(spec_of(n), n.opts, n.threads) == GemmImpl::openblas;
+}
+/// \p k with the listing's note on how its provider was chosen.
+std::unique_ptr<Kernel> noted(std::unique_ptr<Kernel> k, const MatMulSpec& s,
+                              const LowerContext& c) {
+  k->set_note(gemm_choice_note(s, c.opts, c.threads));
+  return k;
 }
 std::int64_t onednn_scratch(const NodeView& n) {
   return matmul_scratch_bytes(spec_of(n), GemmImpl::onednn);
 }
 std::unique_ptr<Kernel> make_onednn_op(const LowerContext& c) {
   MatMulSpec s = spec_of(c);
-  return make_matmul_kernel(s, GemmImpl::onednn,
-                            c.scratch(matmul_scratch_bytes(s, GemmImpl::onednn)));
+  return noted(
+      make_matmul_kernel(s, GemmImpl::onednn, c.scratch(matmul_scratch_bytes(s, GemmImpl::onednn))),
+      s, c);
 }
 std::unique_ptr<Kernel> make_openblas_op(const LowerContext& c) {
-  return make_matmul_kernel(spec_of(c), GemmImpl::openblas, nullptr);
+  MatMulSpec s = spec_of(c);
+  return noted(make_matmul_kernel(s, GemmImpl::openblas, nullptr), s, c);
 }
 std::unique_ptr<Kernel> make_loop_op(const LowerContext& c) {
   return make_matmul_kernel(spec_of(c), GemmImpl::loop, nullptr);
@@ -363,12 +419,26 @@ constexpr KernelImpl kMatMul[] = {
 
 } // namespace
 
-GemmImpl choose_gemm(const MatMulSpec& spec, GemmProvider provider) {
-  if (spec.dtype == ir::DType::f32)
-    return provider == GemmProvider::onednn ? GemmImpl::onednn : GemmImpl::openblas;
+GemmImpl choose_gemm(const MatMulSpec& spec, const CpuOptions& opts, int threads) {
+  if (spec.dtype == ir::DType::f32) {
+    switch (opts.gemm) {
+    case GemmProvider::onednn:
+      return GemmImpl::onednn;
+    case GemmProvider::openblas:
+      return GemmImpl::openblas;
+    case GemmProvider::automatic:
+      return measured_gemm(spec, threads, opts.gemm_measure_min_work).impl;
+    }
+  }
   if (spec.dtype == ir::DType::f64)
     return GemmImpl::openblas;
   return GemmImpl::loop;
+}
+
+std::string gemm_choice_note(const MatMulSpec& spec, const CpuOptions& opts, int threads) {
+  if (spec.dtype != ir::DType::f32 || opts.gemm != GemmProvider::automatic)
+    return {};
+  return measured_gemm(spec, threads, opts.gemm_measure_min_work).note();
 }
 
 std::int64_t matmul_scratch_bytes(const MatMulSpec& spec, GemmImpl impl) {
@@ -386,7 +456,7 @@ std::unique_ptr<Kernel> make_matmul_kernel(const MatMulSpec& spec, GemmImpl impl
     return make_onednn(spec, scratch);
   case GemmImpl::openblas:
     if (spec.dtype == ir::DType::f32)
-      return std::make_unique<BlasMatmul<float>>(spec);
+      return std::make_unique<BlasMatmul<float>>(blas_weights(spec));
     if (spec.dtype == ir::DType::f64)
       return std::make_unique<BlasMatmul<double>>(spec);
     throw Error("rlx-cpu: the OpenBLAS matmul runs f32 and f64 only");

@@ -72,8 +72,7 @@ MatMulSpec gemm_spec(const NodeView& n, std::size_t w, bool gate) {
   s.act = gate ? ir::Activation::silu : ir::Activation::none;
   const ir::NodeId b = n.node().inputs[w];
   const ir::OpKind bop = n.graph.node(b).op;
-  s.pack_b = n.opts.gemm == GemmProvider::onednn && s.dtype == ir::DType::f32 &&
-             (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
+  s.pack_b = s.dtype == ir::DType::f32 && (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
   s.b_source = b;
   return s;
 }
@@ -92,7 +91,7 @@ struct DualScratch {
 DualScratch dual_scratch(const NodeView& n) {
   DualScratch d;
   MatMulSpec g = gemm_spec(n, 1, true), u = gemm_spec(n, 2, false);
-  const GemmImpl impl = choose_gemm(g, n.opts.gemm);
+  const GemmImpl impl = choose_gemm(g, n.opts, n.threads);
   d.gate = aligned(n.out().bytes());
   d.gate_gemm = aligned(matmul_scratch_bytes(g, impl));
   d.up_gemm = aligned(matmul_scratch_bytes(u, impl));
@@ -133,7 +132,7 @@ std::unique_ptr<Kernel> make_swiglu_matmul(const LowerContext& c) {
   const DualScratch d = dual_scratch(c);
   std::byte* scratch = c.scratch(d.total());
   MatMulSpec g = gemm_spec(c, 1, true), u = gemm_spec(c, 2, false);
-  const GemmImpl impl = choose_gemm(g, c.opts.gemm);
+  const GemmImpl impl = choose_gemm(g, c.opts, c.threads);
   g.a = u.a = c.src(0);
   g.b = c.src(1);
   u.b = c.src(2);
@@ -141,20 +140,37 @@ std::unique_ptr<Kernel> make_swiglu_matmul(const LowerContext& c) {
   u.out = c.dst();
   g.packer = u.packer = c.packer;
   auto gk = make_matmul_kernel(g, impl, scratch + d.gate);
+  gk->set_note(gemm_choice_note(g, c.opts, c.threads));
   auto uk = make_matmul_kernel(u, impl, scratch + d.gate + d.gate_gemm);
   const std::int64_t n = c.out().numel();
+  std::unique_ptr<Kernel> k;
+  std::string note = gk->note();
   if (c.out().dtype == ir::DType::f32)
-    return std::make_unique<SwiGluMatMulKernel<float>>(std::move(gk), std::move(uk),
-                                                       reinterpret_cast<const float*>(scratch),
-                                                       reinterpret_cast<float*>(c.dst()), n);
-  return std::make_unique<SwiGluMatMulKernel<double>>(std::move(gk), std::move(uk),
-                                                      reinterpret_cast<const double*>(scratch),
-                                                      reinterpret_cast<double*>(c.dst()), n);
+    k = std::make_unique<SwiGluMatMulKernel<float>>(std::move(gk), std::move(uk),
+                                                    reinterpret_cast<const float*>(scratch),
+                                                    reinterpret_cast<float*>(c.dst()), n);
+  else
+    k = std::make_unique<SwiGluMatMulKernel<double>>(std::move(gk), std::move(uk),
+                                                     reinterpret_cast<const double*>(scratch),
+                                                     reinterpret_cast<double*>(c.dst()), n);
+  k->set_note(std::move(note));
+  return k;
+}
+
+/// Which GEMM runs the two products (the listing names it, and the executable sizes its pool).
+bool accepts_onednn_pair(const NodeView& n) {
+  return accepts_float(n) &&
+         choose_gemm(gemm_spec(n, 1, true), n.opts, n.threads) == GemmImpl::onednn;
+}
+bool accepts_openblas_pair(const NodeView& n) {
+  return accepts_float(n) &&
+         choose_gemm(gemm_spec(n, 1, true), n.opts, n.threads) == GemmImpl::openblas;
 }
 
 constexpr KernelImpl kSwiGlu[] = {{"tbb", accepts_float, nullptr, make_swiglu}};
 constexpr KernelImpl kSwiGluMatMul[] = {
-    {"gemm+epilogue", accepts_float, swiglu_matmul_scratch, make_swiglu_matmul}};
+    {"onednn", accepts_onednn_pair, swiglu_matmul_scratch, make_swiglu_matmul},
+    {"openblas", accepts_openblas_pair, swiglu_matmul_scratch, make_swiglu_matmul}};
 
 } // namespace
 

@@ -270,8 +270,10 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
          "--device", a.device,
          "device: cpu, opencl, opencl:N (see rlx devices) or auto (the lowest predicted time)")
       ->capture_default_str();
-  app.add_option("--gemm", a.gemm, "cpu matrix-product library: onednn or openblas")
-      ->check(CLI::IsMember({"onednn", "openblas"}))
+  app.add_option("--gemm", a.gemm,
+                 "cpu matrix-product library: auto (per shape, the fastest measured at compile "
+                 "time), onednn or openblas")
+      ->check(CLI::IsMember({"auto", "onednn", "openblas"}))
       ->capture_default_str();
   app.add_option("--threads", a.threads, "cpu threads (0 = all cores)")
       ->check(CLI::Range(0, CliLimits::threads));
@@ -484,7 +486,7 @@ ResolvedModel resolve_model(const ModelArgs& in, bool with_weights) {
 
 runtime::Session make_session(const ModelArgs& a, const ResolvedModel& m) {
   runtime::SessionOptions so;
-  so.cpu.gemm = a.gemm == "openblas" ? cpu::GemmProvider::openblas : cpu::GemmProvider::onednn;
+  so.cpu.gemm = cpu::parse_gemm_provider(a.gemm);
   so.cpu.num_threads = a.threads;
   if (a.device != "auto")
     return runtime::Session(runtime::Device::parse(a.device), std::move(so));

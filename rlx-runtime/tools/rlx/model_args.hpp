@@ -39,7 +39,7 @@ struct ModelArgs {
   bool allow_extra_weights = false;
   std::uint64_t seed = 0;
   std::string device = "cpu";
-  std::string gemm = "onednn";
+  std::string gemm = "auto";
   int threads = 0;
   bool no_fuse = false;
   std::vector<std::string> no_fuse_passes; ///< --no-fuse-pass, repeatable

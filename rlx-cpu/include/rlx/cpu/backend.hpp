@@ -7,25 +7,37 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace rlx::cpu {
 
-/// The library that runs f32 matrix products (MatMul).
+/// The library that runs f32 matrix products (MatMul, MatMulBiasAct, SwiGluMatMul).
 enum class GemmProvider : std::uint8_t {
-  onednn,   ///< oneDNN matmul primitives, created at compile time (the default)
+  /// Per product shape, the fastest of oneDNN and OpenBLAS, timed at compile time on the real
+  /// shape (weights packed as the kernel reads them) once per process and remembered by shape,
+  /// transposes, epilogue, threads and ISA (`--gemm auto`, the default).
+  automatic,
+  onednn,   ///< oneDNN matmul primitives, created at compile time
   openblas, ///< OpenBLAS cblas_sgemm, one call per batch matrix
 };
 
+/// "auto", "onednn" or "openblas" (the `--gemm` spelling).
+std::string_view gemm_provider_name(GemmProvider p);
+/// The provider spelled \p name by gemm_provider_name(); throws Error naming the choices otherwise.
+GemmProvider parse_gemm_provider(std::string_view name);
+
 /// Options of the CPU backend, fixed when the backend is created.
 struct CpuOptions {
-  /// GEMM library for f32 MatMul; f64 MatMul always uses OpenBLAS dgemm.
-  GemmProvider gemm = GemmProvider::onednn;
+  /// GEMM library for f32 products; f64 MatMul always uses OpenBLAS dgemm.
+  GemmProvider gemm = GemmProvider::automatic;
   /// Threads used by the parallel kernels, oneDNN and OpenBLAS; 0 means every core the process
   /// may run on (TBB's default concurrency).
   int num_threads = 0;
   /// Claim ElementwiseRegion, so the region fusion pass runs (off by default: the generated
   /// region loop is still 2-6x slower than the one-op kernels it replaces; see DESIGN.md).
   bool elementwise_regions = false;
+  /// `automatic`: products with fewer multiply-adds than this are not timed (they use oneDNN).
+  std::int64_t gemm_measure_min_work = std::int64_t{1} << 16;
 };
 
 /// The CPU backend: claims the ops of cpu_claims() and compiles LIR into a flat kernel list over

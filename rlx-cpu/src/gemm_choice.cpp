@@ -1,0 +1,232 @@
+// gemm_choice.cpp: `--gemm auto`: every f32 product shape timed once per process on oneDNN and
+// OpenBLAS (with its epilogue), on buffers of the real shape with the weights packed as the kernel
+// reads them, each in a block after its own warm-up, median; the fastest is cached by shape,
+// transposes, epilogue, packable weights, threads and ISA.
+#include "gemm_choice.hpp"
+
+#include "onednn.hpp"
+#include "pools.hpp"
+#include "rlx/ir/error.hpp"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace rlx::cpu {
+namespace {
+
+/// Milliseconds of timed calls spent on one shape at most (after one warm-up call of each
+/// candidate); at least two calls of each are timed.
+constexpr double kPerShapeMs = 12;
+constexpr int kMinReps = 2, kMaxReps = 5;
+
+struct FreeAligned {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<std::byte[], FreeAligned>;
+
+AlignedBytes aligned_bytes(std::int64_t bytes) {
+  auto size = static_cast<std::size_t>((std::max<std::int64_t>(bytes, 1) + 63) / 64 * 64);
+  AlignedBytes p(static_cast<std::byte*>(std::aligned_alloc(64, size)));
+  if (!p)
+    throw Error("rlx-cpu: out of memory timing a GEMM (" + std::to_string(bytes) + " bytes)");
+  return p;
+}
+
+/// \p n floats in [-1, 1) from a fixed LCG (values do not matter for timing; no denormals).
+AlignedBytes random_floats(std::int64_t n) {
+  AlignedBytes p = aligned_bytes(n * 4);
+  auto* f = reinterpret_cast<float*>(p.get());
+  std::uint32_t x = 12345;
+  for (std::int64_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    f[i] = static_cast<float>(x >> 8) / static_cast<float>(1 << 23) - 1.0f;
+  }
+  return p;
+}
+
+std::int64_t numel(const std::vector<std::int64_t>& sizes) {
+  std::int64_t n = 1;
+  for (auto d : sizes)
+    n *= d;
+  return n;
+}
+
+/// Packs weights into buffers of its own (the real packed layout, as the executable would).
+class LocalPacker final : public onednn::WeightPacker {
+public:
+  void* packed(ir::NodeId, const std::byte* src, const dnnl::memory::desc& src_md,
+               const dnnl::memory::desc& packed_md) override {
+    buffers_.push_back(aligned_bytes(static_cast<std::int64_t>(packed_md.get_size())));
+    dnnl::stream stream(onednn::engine());
+    dnnl::memory from(src_md, onednn::engine(), const_cast<std::byte*>(src));
+    dnnl::memory to(packed_md, onednn::engine(), buffers_.back().get());
+    dnnl::reorder(from, to).execute(stream, from, to);
+    stream.wait();
+    return buffers_.back().get();
+  }
+
+private:
+  std::vector<AlignedBytes> buffers_;
+};
+
+double run_ms(Kernel& k, ExecContext& ctx) {
+  auto t0 = std::chrono::steady_clock::now();
+  k.run(ctx);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+/// The TBB pool of \p threads threads the epilogues run on while measuring (kept: creating one
+/// per shape costs more than timing a small product). Called under the cache's lock.
+tbb::task_arena& measuring_pool(int threads) {
+  static std::map<int, std::unique_ptr<tbb::task_arena>> pools;
+  auto& p = pools[threads];
+  if (!p)
+    p = std::make_unique<tbb::task_arena>(threads);
+  return *p;
+}
+
+/// Times oneDNN against OpenBLAS on \p shape (addresses ignored) on \p threads threads.
+GemmChoice measure(const MatMulSpec& shape, int threads) {
+  AlignedBytes a = random_floats(numel(shape.a_sizes));
+  AlignedBytes b = random_floats(numel(shape.b_sizes));
+  AlignedBytes out = aligned_bytes(numel(shape.out_sizes) * 4);
+  const std::int64_t n = shape.out_sizes.back();
+  AlignedBytes bias = random_floats(n);
+  MatMulSpec s = shape;
+  s.a = a.get();
+  s.b = b.get();
+  s.out = out.get();
+  s.bias = s.has_bias ? bias.get() : nullptr;
+  LocalPacker packer;
+  s.packer = &packer;
+  // A candidate that cannot run the product (oneDNN has no algorithm for the epilogue, ...) leaves
+  // the choice to the other one, unmeasured.
+  AlignedBytes scratch;
+  std::unique_ptr<Kernel> cand[2];
+  try {
+    scratch = aligned_bytes(matmul_scratch_bytes(s, GemmImpl::onednn));
+    cand[0] = make_matmul_kernel(s, GemmImpl::onednn, scratch.get());
+  } catch (const Error&) {
+    return GemmChoice{GemmImpl::openblas};
+  } catch (const dnnl::error&) {
+    return GemmChoice{GemmImpl::openblas};
+  }
+  try {
+    cand[1] = make_matmul_kernel(s, GemmImpl::openblas, nullptr);
+  } catch (const Error&) {
+    return GemmChoice{GemmImpl::onednn};
+  }
+  dnnl::stream stream(onednn::engine());
+  ExecContext ctx{&measuring_pool(threads), &stream, threads};
+  set_openmp_threads(threads);
+  configure_library_threads(1); // as a run sets it: OpenBLAS runs inside our TBB tasks
+  // Each candidate in a block of its own: a warm-up call (first touch of the output, and the hand
+  // over from the other library's pool: TBB workers spin for a while after a task, which starves
+  // the OpenMP threads oneDNN wakes next if the calls were interleaved), then timed calls.
+  std::vector<double> t[2];
+  int reps = kMinReps;
+  for (int i : {0, 1}) {
+    const double warm = run_ms(*cand[i], ctx);
+    if (i == 0)
+      reps =
+          std::clamp(static_cast<int>(kPerShapeMs / 2 / std::max(warm, 1e-3)), kMinReps, kMaxReps);
+    for (int r = 0; r < reps; ++r)
+      t[i].push_back(run_ms(*cand[i], ctx));
+  }
+  GemmChoice c;
+  c.measured = true;
+  c.onednn_ms = median(t[0]);
+  c.openblas_ms = median(t[1]);
+  c.impl = c.openblas_ms < c.onednn_ms ? GemmImpl::openblas : GemmImpl::onednn;
+  return c;
+}
+
+std::string key_of(const MatMulSpec& s, int threads) {
+  std::string k;
+  auto dims = [&](const std::vector<std::int64_t>& v) {
+    for (auto d : v)
+      k += std::to_string(d) + ",";
+    k += ";";
+  };
+  dims(s.a_sizes);
+  dims(s.b_sizes);
+  dims(s.out_sizes);
+  k += std::to_string(s.transpose_a) + std::to_string(s.transpose_b) +
+       std::to_string(s.has_bias || s.bias) + std::to_string(static_cast<int>(s.act)) +
+       std::to_string(s.pack_b) + ";t" + std::to_string(threads) + ";isa" +
+       std::to_string(static_cast<unsigned>(dnnl_get_effective_cpu_isa()));
+  return k;
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::map<std::string, GemmChoice> choices;
+  GemmChoiceStats stats;
+};
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+} // namespace
+
+std::string GemmChoice::note() const {
+  if (!measured)
+    return impl == GemmImpl::openblas ? "auto: openblas, the only candidate"
+           : over_budget              ? "auto: onednn, not measured (the measuring budget is spent)"
+                                      : "auto: onednn, not measured (little work)";
+  char buf[96];
+  const bool dnn = impl == GemmImpl::onednn;
+  std::snprintf(buf, sizeof buf, "auto: %s %.3f ms < %s %.3f ms", dnn ? "onednn" : "openblas",
+                dnn ? onednn_ms : openblas_ms, dnn ? "openblas" : "onednn",
+                dnn ? openblas_ms : onednn_ms);
+  return buf;
+}
+
+GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_work) {
+  if (spec.dtype != ir::DType::f32)
+    throw Error("rlx-cpu: only f32 products choose their GEMM by measuring");
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  ++c.stats.lookups;
+  const std::string key = key_of(spec, threads);
+  if (auto it = c.choices.find(key); it != c.choices.end())
+    return it->second;
+  const std::int64_t work =
+      numel(spec.out_sizes) *
+      (spec.transpose_a ? spec.a_sizes[spec.a_sizes.size() - 2] : spec.a_sizes.back());
+  if (work < min_work || c.stats.spent_ms >= kGemmMeasureBudgetMs) {
+    GemmChoice fixed; // oneDNN, not remembered
+    fixed.over_budget = work >= min_work;
+    return fixed;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  GemmChoice choice = measure(spec, threads);
+  c.stats.spent_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ++c.stats.measured;
+  c.choices.emplace(key, choice);
+  return choice;
+}
+
+GemmChoiceStats gemm_choice_stats() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  return c.stats;
+}
+
+} // namespace rlx::cpu

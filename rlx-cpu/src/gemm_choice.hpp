@@ -1,0 +1,46 @@
+// gemm_choice.hpp (private): the per-shape GEMM provider choice of `--gemm auto`
+// (GemmProvider::automatic). Each f32 product shape is timed once per process on every candidate
+// provider, on buffers of the real shape with the weights in the layout the kernel would read
+// (oneDNN's packed copy), and the fastest is remembered.
+#pragma once
+
+#include "matmul.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace rlx::cpu {
+
+/// The provider chosen for one product shape, with what it was based on.
+struct GemmChoice {
+  GemmImpl impl = GemmImpl::onednn;
+  /// Whether the candidates were timed (false: under the work threshold or past the budget).
+  bool measured = false;
+  /// Not timed because the process's measuring budget was spent (else: under the threshold).
+  bool over_budget = false;
+  /// Median milliseconds per call of each candidate (0 when not measured).
+  double onednn_ms = 0, openblas_ms = 0;
+  /// "auto: onednn 0.41 ms < openblas 0.55 ms" or why it was not measured (for the listing).
+  std::string note() const;
+};
+
+/// The wall-clock milliseconds one process spends timing candidates at most; shapes met after
+/// that go to oneDNN unmeasured (and are not remembered, so a later process measures them).
+inline constexpr double kGemmMeasureBudgetMs = 1500;
+
+/// The provider for the f32 product \p spec on \p threads threads: the cached decision for its
+/// key (shapes, transposes, bias, activation, packable weights, threads, ISA), else measured now
+/// and remembered for the rest of the process. Products under \p min_work multiply-adds are not
+/// measured. Thread-safe (measurements are serialised).
+GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_work);
+
+/// Statistics of this process's measured choices (for tests and `rlx bench`).
+struct GemmChoiceStats {
+  std::int64_t measured = 0; ///< shapes timed
+  std::int64_t lookups = 0;  ///< decisions asked for (measured + cache hits + unmeasured)
+  double spent_ms = 0;       ///< wall time spent timing
+};
+/// The statistics so far.
+GemmChoiceStats gemm_choice_stats();
+
+} // namespace rlx::cpu

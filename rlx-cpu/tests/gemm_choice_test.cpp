@@ -1,0 +1,176 @@
+// gemm_choice_test.cpp: `--gemm auto` (GemmProvider::automatic): every product shape is timed once
+// per process and the choice is remembered; a forced provider is honoured; whatever is chosen
+// matches the reference interpreter; the listing says which provider each GEMM got and why.
+#include "gemm_choice.hpp"
+
+#include "rlx/compile/pipeline.hpp"
+#include "rlx/cpu/backend.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/ir/error.hpp"
+#include "rlx/ir/reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace {
+
+using namespace rlx;
+using ir::Builder;
+using ir::Graph;
+using ir::NodeId;
+using ir::Shape;
+using ir::Tensor;
+
+Tensor random_tensor(const Shape& s, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Tensor t(s);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.set_f64(i, u(rng));
+  return t;
+}
+
+/// x [m, k] · w [n, k]ᵀ + bias, GELU (fused into MatMulBiasAct), then a batched product of the
+/// result with itself transposed ([2, m/2, n] · [2, m/2, n]ᵀ), then a plain product with a
+/// Constant: three product shapes of \p m, \p n, \p k.
+Graph three_products(std::int64_t m, std::int64_t n, std::int64_t k) {
+  Graph g("gemms");
+  Builder b(g);
+  NodeId x = b.input("x", Shape({m, k}));
+  NodeId w = b.param("w", Shape({n, k}));
+  NodeId bias = b.param("bias", Shape({n}));
+  NodeId h = b.gelu(b.add(b.matmul(x, w, false, true), bias));
+  NodeId h3 = b.reshape(h, {2, m / 2, n});
+  NodeId s = b.matmul(h3, h3, false, true); // [2, m/2, m/2]
+  NodeId c = b.constant(random_tensor(Shape({m / 2, 24}), 3));
+  b.output(b.matmul(s, c));
+  return g;
+}
+
+struct Outcome {
+  std::string listing;
+  double err = 0;
+};
+
+/// Compiles \p g for \p backend with fusion on, runs it on random values and compares with the
+/// reference interpreter (max abs difference over the outputs, relative to their peak).
+Outcome run(const Graph& g, const cpu::CpuBackend& backend) {
+  ir::reference::TensorMap in, params;
+  std::uint64_t seed = 11;
+  for (NodeId id : g.inputs())
+    in[g.node(id).attr<ir::LeafAttrs>().name] = random_tensor(g.node(id).shape, seed++);
+  for (NodeId id : g.params())
+    params[g.node(id).attr<ir::LeafAttrs>().name] = random_tensor(g.node(id).shape, seed++);
+  const auto want = ir::reference::evaluate(g, in, params);
+  auto exe = backend.compile(compile::CompilePipeline(backend).run(g).lir);
+  for (const auto& [name, v] : in)
+    exe->set_input(name, v);
+  for (const auto& [name, v] : params)
+    exe->set_param(name, v);
+  exe->execute();
+  Outcome r;
+  r.listing = cpu::kernel_listing(*exe);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    double peak = 1e-30;
+    for (std::int64_t j = 0; j < want[i].numel(); ++j)
+      peak = std::max(peak, std::fabs(want[i].get_f64(j)));
+    r.err = std::max(r.err, ir::max_abs_diff(exe->output(i), want[i]) / peak);
+  }
+  return r;
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
+    ++n;
+  return n;
+}
+
+TEST(GemmChoice, ForcedProvidersAreHonouredAndMeasureNothing) {
+  const Graph g = three_products(40, 72, 56);
+  const auto before = cpu::gemm_choice_stats();
+  for (auto p : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas}) {
+    const cpu::CpuBackend backend(cpu::CpuOptions{p, 2, false, 0});
+    Outcome r = run(g, backend);
+    EXPECT_LE(r.err, 1e-5) << r.listing;
+    const std::string other = p == cpu::GemmProvider::onednn ? "[openblas]" : "[onednn]";
+    const std::string mine = p == cpu::GemmProvider::onednn ? "[onednn]" : "[openblas]";
+    EXPECT_EQ(count(r.listing, other), 0) << r.listing;
+    EXPECT_GE(count(r.listing, mine), 3) << r.listing;
+    EXPECT_EQ(count(r.listing, "auto:"), 0) << r.listing;
+  }
+  EXPECT_EQ(cpu::gemm_choice_stats().measured, before.measured);
+  EXPECT_EQ(cpu::gemm_choice_stats().lookups, before.lookups);
+}
+
+TEST(GemmChoice, AutoMeasuresEachShapeOnceAndMatchesTheReference) {
+  const Graph g = three_products(48, 80, 64); // shapes no other test uses
+  const cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::automatic, 2, false, 0});
+  const auto before = cpu::gemm_choice_stats();
+  Outcome first = run(g, backend);
+  EXPECT_LE(first.err, 1e-5) << first.listing;
+  const auto after_first = cpu::gemm_choice_stats();
+  EXPECT_EQ(after_first.measured - before.measured, 3) << first.listing;
+  EXPECT_GT(after_first.spent_ms, before.spent_ms);
+  // Every product says which provider won and by how much.
+  EXPECT_EQ(count(first.listing, "(auto: "), 3) << first.listing;
+  EXPECT_EQ(count(first.listing, "[onednn] (auto: onednn") +
+                count(first.listing, "[openblas] (auto: openblas"),
+            3)
+      << first.listing;
+  // A second compile (another executable of the same shapes) measures nothing and chooses alike.
+  Outcome second = run(g, backend);
+  EXPECT_EQ(cpu::gemm_choice_stats().measured, after_first.measured);
+  EXPECT_GT(cpu::gemm_choice_stats().lookups, after_first.lookups);
+  EXPECT_EQ(second.listing, first.listing);
+  // Another thread count is another key: measured again.
+  const cpu::CpuBackend one(cpu::CpuOptions{cpu::GemmProvider::automatic, 1, false, 0});
+  Outcome single = run(g, one);
+  EXPECT_LE(single.err, 1e-5) << single.listing;
+  EXPECT_EQ(cpu::gemm_choice_stats().measured - after_first.measured, 3);
+}
+
+TEST(GemmChoice, SmallProductsAreNotMeasured) {
+  const Graph g = three_products(8, 16, 8);
+  const cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::automatic, 2});
+  const auto before = cpu::gemm_choice_stats();
+  Outcome r = run(g, backend);
+  EXPECT_LE(r.err, 1e-5) << r.listing;
+  EXPECT_EQ(cpu::gemm_choice_stats().measured, before.measured);
+  EXPECT_EQ(count(r.listing, "[onednn] (auto: onednn, not measured (little work))"), 3)
+      << r.listing;
+}
+
+TEST(GemmChoice, MeasuresBothCandidatesOnTheRealShape) {
+  cpu::MatMulSpec s;
+  s.a_sizes = {64, 96};
+  s.b_sizes = {136, 96};
+  s.out_sizes = {64, 136};
+  s.transpose_b = true;
+  s.has_bias = true;
+  s.act = ir::Activation::relu;
+  s.pack_b = true;
+  cpu::GemmChoice c = cpu::measured_gemm(s, 2, 0);
+  EXPECT_TRUE(c.measured);
+  EXPECT_GT(c.onednn_ms, 0);
+  EXPECT_GT(c.openblas_ms, 0);
+  EXPECT_EQ(c.impl, c.openblas_ms < c.onednn_ms ? cpu::GemmImpl::openblas : cpu::GemmImpl::onednn);
+  EXPECT_NE(c.note().find("auto: "), std::string::npos);
+  s.dtype = ir::DType::f64;
+  EXPECT_THROW(cpu::measured_gemm(s, 2, 0), Error);
+}
+
+TEST(GemmChoice, ProviderNamesAndBadOptions) {
+  for (auto p :
+       {cpu::GemmProvider::automatic, cpu::GemmProvider::onednn, cpu::GemmProvider::openblas})
+    EXPECT_EQ(cpu::parse_gemm_provider(cpu::gemm_provider_name(p)), p);
+  EXPECT_EQ(cpu::gemm_provider_name(cpu::GemmProvider::automatic), "auto");
+  EXPECT_EQ(cpu::CpuOptions{}.gemm, cpu::GemmProvider::automatic);
+  EXPECT_THROW(cpu::parse_gemm_provider("mkl"), Error);
+  cpu::CpuOptions bad;
+  bad.gemm_measure_min_work = -1;
+  EXPECT_THROW(cpu::CpuBackend{bad}, Error);
+}
+
+} // namespace
