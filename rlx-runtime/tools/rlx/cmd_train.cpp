@@ -206,6 +206,7 @@ struct Train {
     o.seq = seq;
     o.seed = seed;
     o.eval_batches = eval_batches;
+    o.shuffle = !no_shuffle;
     std::int64_t data_vocab =
         given_vocab > 0 ? given_vocab : std::max(train.max_id, eval.max_id) + 1;
     std::int64_t model_vocab = data_vocab;
@@ -650,7 +651,8 @@ Command add_train(CLI::App& root) {
                   "embeddings.word_embeddings.weight, ...) instead of the seeded init")
       ->check(CLI::ExistingFile);
   app->add_option("--plot", t->plot, "write the training and evaluation loss curves to an SVG");
-  app->add_flag("--no-shuffle", t->no_shuffle, "batches in file order (for parity runs)");
+  app->add_flag("--no-shuffle", t->no_shuffle,
+                "batches of rows or sequences in file order (for parity runs)");
   app->add_flag("--json", t->json,
                 "JSON lines (the default when stdout is not a terminal; a progress bar otherwise)");
   return {app, [t] { return t->run(); }};

@@ -183,7 +183,7 @@ public:
     if (ids_.rows > 0) {
       const std::int64_t epoch = step / per_epoch();
       if (epoch != epoch_) {
-        order_ = epoch_order(ids_.rows, o_.seed, epoch, true);
+        order_ = epoch_order(ids_.rows, o_.seed, epoch, o_.shuffle);
         epoch_ = epoch;
       }
       for (std::int64_t r = 0; r < o_.batch; ++r) {

@@ -77,10 +77,11 @@ struct TokenSourceOptions {
   TokenTask task = TokenTask::causal;
   std::int64_t batch = 8, seq = 64;
   unsigned seed = 0;
-  std::int64_t mask_id = 0;              ///< masked: the id that replaces a masked token
-  std::int64_t eval_batches = 8;         ///< at most this many evaluation batches
-  bool bert_inputs = false;              ///< add token_type_ids (0) and position_ids (0..seq-1)
-  std::vector<std::int64_t> labels;      ///< classify: one label per training row
+  std::int64_t mask_id = 0;         ///< masked: the id that replaces a masked token
+  std::int64_t eval_batches = 8;    ///< at most this many evaluation batches
+  bool bert_inputs = false;         ///< add token_type_ids (0) and position_ids (0..seq-1)
+  bool shuffle = true;              ///< sequences: a seeded shuffle per epoch (else file order)
+  std::vector<std::int64_t> labels; ///< classify: one label per training row
   std::vector<std::int64_t> eval_labels; ///< classify: one label per evaluation row
 };
 
