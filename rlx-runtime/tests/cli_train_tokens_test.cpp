@@ -112,6 +112,15 @@ TEST_F(Cli, TinyLlamaOnBytesLowersItsValidationLossAndPlotsIt) {
   EXPECT_NE(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
 }
 
+TEST_F(Cli, ProfileWritesThePerKernelTimesOfTheStep) {
+  Result r = rlx("train --model llama --data " + kBytes +
+                 " --batch 2 --seq 8 --steps 3 --json --profile " + path("prof.txt"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string prof = slurp(path("prof.txt"));
+  EXPECT_EQ(prof.rfind("kernel profile over 2 runs", 0), 0u) << prof.substr(0, 300);
+  EXPECT_NE(prof.find("matmul"), std::string::npos) << prof.substr(0, 300);
+}
+
 TEST_F(Cli, TokenTrainingResumesBitIdentically) {
   const std::string common = "train --model llama --data " + kBytes +
                              " --optimizer adamw --lr 2e-3 --batch 4 --seq 16 --seed 5 --json";

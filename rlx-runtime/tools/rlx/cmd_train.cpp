@@ -6,6 +6,7 @@
 #include "loss_plot.hpp"
 #include "report.hpp"
 #include "rlx/compile/training.hpp"
+#include "rlx/cpu/backend.hpp"
 #include "rlx/ir/json.hpp"
 #include "rlx/runtime/init.hpp"
 #include "rlx/runtime/models.hpp"
@@ -85,6 +86,13 @@ std::string read_file_text(const std::string& path) {
   return ss.str();
 }
 
+/// Starts or stops timing the kernels of the trainer's compiled step (a CPU executable).
+void set_profiling(runtime::Trainer& trainer, bool on) {
+  for (const runtime::VariantInfo* v : trainer.step_executable().variants())
+    if (v->executable) // the Executable owns it; profiling only toggles its timers
+      cpu::set_kernel_profiling(const_cast<compile::Executable&>(*v->executable), on);
+}
+
 /// What a run trains: the graph with its loss, the batches, and how to evaluate.
 struct Setup {
   ir::Graph lossy;             ///< the model with its scalar loss (output loss_output)
@@ -99,7 +107,7 @@ struct Setup {
 
 struct Train {
   std::string model, graph_file, data, optimizer = "sgd", schedule = "constant", save, resume;
-  std::string init, loss, loss_output, head = "auto", config = "tiny", plot;
+  std::string init, loss, loss_output, head = "auto", config = "tiny", plot, profile;
   std::vector<std::int64_t> hidden;
   std::optional<int> layers, heads, kv_heads, ffn, vocab;
   std::optional<std::int64_t> mask_id;
@@ -487,6 +495,8 @@ struct Train {
       const auto ts = std::chrono::steady_clock::now();
       const double l = trainer.step(b);
       step_ms += ms_since(ts);
+      if (!profile.empty() && taken == 0) // time the kernels of every step after the first
+        set_profiling(trainer, true);
       loss_sum += l;
       ++loss_n;
       ++taken;
@@ -514,6 +524,14 @@ struct Train {
     }
     clear_bar();
     const double train_ms = ms_since(t0);
+    if (!profile.empty()) {
+      std::ofstream f(profile);
+      for (const runtime::VariantInfo* v : trainer.step_executable().variants())
+        if (v->executable)
+          f << cpu::kernel_profile(*v->executable);
+      if (!f)
+        throw runtime::IoError("--profile: cannot write '" + profile + "'");
+    }
     if (!save.empty())
       trainer.save(save);
     if (!plot.empty())
@@ -651,6 +669,9 @@ Command add_train(CLI::App& root) {
                   "embeddings.word_embeddings.weight, ...) instead of the seeded init")
       ->check(CLI::ExistingFile);
   app->add_option("--plot", t->plot, "write the training and evaluation loss curves to an SVG");
+  app->add_option("--profile", t->profile,
+                  "write the step's per-kernel times (every step after the first, slowest first) "
+                  "to this file (CPU)");
   app->add_flag("--no-shuffle", t->no_shuffle,
                 "batches of rows or sequences in file order (for parity runs)");
   app->add_flag("--json", t->json,
