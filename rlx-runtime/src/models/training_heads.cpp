@@ -104,7 +104,10 @@ ir::Graph with_token_loss(const ir::Graph& model, bool weighted) {
   NodeId loss;
   if (weighted) {
     const NodeId w = b.reshape(b.input(kTokenLabelWeights, Shape(rows_dims, t.dtype)), {Dim(rows)});
-    loss = b.div(b.sum(b.mul(xent, w), {0}), b.sum(w, {0}));
+    // sum(xent * (w / sum(w))): the weights are normalised first. The same value as
+    // sum(w * xent) / sum(w), which rlx-autodiff fails to differentiate after a one-layer BERT
+    // masked-LM head ("the VJP rule of layer_norm ... gave operand 1 a gradient of type []").
+    loss = b.sum(b.mul(xent, b.div(w, b.sum(w, {0}))), {0});
   } else {
     loss = b.mean(xent, {0});
   }
