@@ -14,6 +14,7 @@ Peak RSS is /usr/bin/time's maximum resident set of each whole process (startup,
 Also printed: rlx's step arena against the memory planner's lower bound.
 
 Usage: /usr/bin/python3 scripts/anchors/train_bench.py [--rounds 3] [--steps 40] [--only bert_mini,mlp]
+                                                      [--torch-threads 2]
        (RLX=path/to/rlx, default build/rlx-runtime/rlx; RLX_ANCHORS=../shared/anchors)
 """
 import argparse
@@ -37,7 +38,7 @@ import torch, torch.nn.functional as F
 sys.path.insert(0, sys.argv[1])
 from make_models import build
 model, steps = sys.argv[2], int(sys.argv[3])
-torch.set_num_threads(2)
+torch.set_num_threads(int(sys.argv[4]))
 torch.manual_seed(0)
 m = build(model).train()
 opt = torch.optim.SGD(m.parameters(), lr=1e-3)
@@ -81,6 +82,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--only", default="bert_mini,mlp")
+    ap.add_argument("--torch-threads", type=int, default=2,
+                    help="torch threads (2 as bench_torch.py; on a loaded machine 1 avoids its "
+                         "OpenMP threads spinning against other processes)")
     a = ap.parse_args()
     rlx = os.environ.get("RLX", os.path.join(ROOT, "build", "rlx-runtime", "rlx"))
     rng = np.random.RandomState(0)
@@ -112,7 +116,8 @@ def main():
                 ms, rss, last = rlx_round(rlx, common)
                 rl.append(ms)
                 rr.append(rss)
-                out, rss = timed([sys.executable, "-c", TORCH_CHILD, ANCHORS, name, str(a.steps)])
+                out, rss = timed([sys.executable, "-c", TORCH_CHILD, ANCHORS, name, str(a.steps),
+                                  str(a.torch_threads)])
                 tl.append(json.loads(out.strip().splitlines()[-1])["step_ms"])
                 tr.append(rss)
             r, t = statistics.median(rl), statistics.median(tl)
