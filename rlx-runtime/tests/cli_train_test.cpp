@@ -57,7 +57,8 @@ TEST_F(Cli, ResumeContinuesBitIdentically) {
 
 TEST_F(Cli, TrainBadInvocationsAreOneLineErrors) {
   expect_error("train --data " + kData + " --optimizer lion", 1, "--optimizer");
-  expect_error("train --data " + kData + " --model bert", 1, "only 'mlp'");
+  expect_error("train --data " + kData + " --model bert", 1, "lacks train_ids");
+  expect_error("train --data " + kData + " --model gpt", 1, "--model");
   expect_error("train --data " + kData + " --schedule step", 1, "--schedule");
   expect_error("train --data " + path(""), 1, "train_x.npy");
   expect_error("train --data " + kData + " --batch 100000", 1, "--batch");
