@@ -88,7 +88,8 @@ TestBackend subset_backend() {
       "test-subset",
       claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax, OpKind::Gelu,
                      OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt, OpKind::MatMulBiasAct,
-                     OpKind::SwiGlu, OpKind::SwiGluMatMul, OpKind::ElementwiseRegion}));
+                     OpKind::SwiGlu, OpKind::SwiGluMatMul, OpKind::ElementwiseRegion,
+                     OpKind::ResidualLayerNorm, OpKind::ResidualRmsNorm}));
 }
 
 TEST(Pipeline, StageOrder) {
@@ -98,8 +99,9 @@ TEST(Pipeline, StageOrder) {
             (std::vector<std::string>{
                 "lower-hir", "const-fold", "simplify", "cse", "fuse-gelu-spelling",
                 "fuse-layer-norm-spelling", "fuse-swiglu-matmul", "fuse-shared-input-matmul",
-                "fuse-swiglu", "fuse-attention", "fuse-matmul-bias-act", "mark-elementwise-regions",
-                "bind-symbols", "legalize", "dce", "memory-plan"}));
+                "fuse-swiglu", "fuse-attention", "fuse-matmul-bias-act", "fuse-residual-layer-norm",
+                "fuse-residual-rms-norm", "mark-elementwise-regions", "bind-symbols", "legalize",
+                "dce", "memory-plan"}));
   CompileOptions o;
   o.fold_constants = false;
   o.specialize_params["w"] = ir::Tensor::scalar<float>(1);
@@ -108,8 +110,9 @@ TEST(Pipeline, StageOrder) {
             (std::vector<std::string>{
                 "lower-hir", "specialize-params", "simplify", "cse", "fuse-gelu-spelling",
                 "fuse-layer-norm-spelling", "fuse-swiglu-matmul", "fuse-shared-input-matmul",
-                "fuse-swiglu", "fuse-attention", "fuse-matmul-bias-act", "mark-elementwise-regions",
-                "bind-symbols", "legalize", "legalize-broadcast", "dce", "memory-plan"}));
+                "fuse-swiglu", "fuse-attention", "fuse-matmul-bias-act", "fuse-residual-layer-norm",
+                "fuse-residual-rms-norm", "mark-elementwise-regions", "bind-symbols", "legalize",
+                "legalize-broadcast", "dce", "memory-plan"}));
   // No fusion, or one pass turned off; the subset backend claims no fused op.
   CompileOptions nf;
   nf.fuse = false;

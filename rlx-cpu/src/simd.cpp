@@ -34,6 +34,50 @@ RLX_CPU_MULTIVERSION float sum_squares(const float* x, std::int64_t n) {
   return s;
 }
 
+RLX_CPU_MULTIVERSION float add_sum(float* s, const float* x, const float* r, std::int64_t n) {
+  float t = 0.0f;
+#pragma omp simd reduction(+ : t)
+  for (std::int64_t i = 0; i < n; ++i) {
+    s[i] = x[i] + r[i];
+    t += s[i];
+  }
+  return t;
+}
+
+RLX_CPU_MULTIVERSION float add_sum_squares(float* s, const float* x, const float* r,
+                                           std::int64_t n) {
+  float t = 0.0f;
+#pragma omp simd reduction(+ : t)
+  for (std::int64_t i = 0; i < n; ++i) {
+    s[i] = x[i] + r[i];
+    t += s[i] * s[i];
+  }
+  return t;
+}
+
+RLX_CPU_MULTIVERSION float centered_sum_squares(const float* x, float m, std::int64_t n) {
+  float t = 0.0f;
+#pragma omp simd reduction(+ : t)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float d = x[i] - m;
+    t += d * d;
+  }
+  return t;
+}
+
+RLX_CPU_MULTIVERSION void normalize_affine(float* y, const float* x, float m, float s,
+                                           const float* g, const float* b, std::int64_t n) {
+  if (b == nullptr) {
+#pragma omp simd
+    for (std::int64_t i = 0; i < n; ++i)
+      y[i] = (x[i] - m) * s * g[i];
+    return;
+  }
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = (x[i] - m) * s * g[i] + b[i];
+}
+
 RLX_CPU_MULTIVERSION float max(const float* x, std::int64_t n) {
   float m = x[0];
   bool nan = false;

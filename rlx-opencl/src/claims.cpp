@@ -43,6 +43,10 @@ constexpr std::array kUnclaimed = {
                            "for OpenCL, and legalisation decomposes it"},
     UnclaimedOp{K::SwiGluMatMul, "fused op without an OpenCL kernel yet: the fusion pass does not "
                                  "run for OpenCL, and legalisation decomposes it"},
+    UnclaimedOp{K::ResidualLayerNorm, "fused op without an OpenCL kernel yet: the fusion pass does "
+                                      "not run for OpenCL, and legalisation decomposes it"},
+    UnclaimedOp{K::ResidualRmsNorm, "fused op without an OpenCL kernel yet: the fusion pass does "
+                                    "not run for OpenCL, and legalisation decomposes it"},
 };
 
 ir::ClaimSet build_claims() {

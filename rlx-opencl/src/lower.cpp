@@ -689,6 +689,8 @@ void Lowerer::lower(ir::NodeId id) {
   case K::MatMulBiasAct:
   case K::SwiGlu:
   case K::SwiGluMatMul:
+  case K::ResidualLayerNorm:
+  case K::ResidualRmsNorm:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));
