@@ -83,8 +83,10 @@ Grads log_softmax(VjpContext& c) {
   return {b.sub(c.up, b.mul(b.exp(c.self), s))};
 }
 
-/// Sums \p v over every axis but the last (a [D] gamma / beta gradient).
-NodeId sum_rows(Builder& b, NodeId v, const Shape& target) {
+/// Sums \p v over every axis but the last (a [D] gamma / beta gradient). \p target is taken by
+/// value: a reference into the graph (b.shape(gamma)) dangles once an argument's evaluation adds
+/// nodes (the node list reallocates; argument order is unspecified).
+NodeId sum_rows(Builder& b, NodeId v, Shape target) {
   return unbroadcast(b, v, target);
 }
 
@@ -106,9 +108,9 @@ Grads layer_norm(VjpContext& c) {
     gr[0] = b.mul(r, inner);
   }
   if (c.needs[1])
-    gr[1] = sum_rows(b, b.mul(c.up, xh), b.shape(gamma));
+    gr[1] = sum_rows(b, b.mul(c.up, xh), Shape(b.shape(gamma)));
   if (c.in.size() > 2 && c.needs[2])
-    gr[2] = sum_rows(b, c.up, b.shape(c.in[2]));
+    gr[2] = sum_rows(b, c.up, Shape(b.shape(c.in[2])));
   return gr;
 }
 
@@ -126,8 +128,10 @@ Grads rms_norm(VjpContext& c) {
     NodeId g = b.mul(c.up, gamma);
     gr[0] = b.mul(r, b.sub(g, b.mul(xh, b.mean(b.mul(g, xh), {-1}, true))));
   }
-  if (c.needs[1])
-    gr[1] = sum_rows(b, b.mul(c.up, xh), b.shape(gamma));
+  if (c.needs[1]) {
+    const Shape gs = b.shape(gamma); // copied before b.mul may reallocate the node list
+    gr[1] = sum_rows(b, b.mul(c.up, xh), gs);
+  }
   return gr;
 }
 

@@ -310,6 +310,26 @@ TEST(GradWithLoss, WhileIsUnrolledByThePrepass) {
               {{"w", random(t, 13)}});
 }
 
+TEST(GradWithLoss, FusedResidualNormsAreUnfusedByThePrepass) {
+  // The fused residual + norm ops have tuple results: prepare_graph_for_ad expands them part by
+  // part (their gets read the Add and the norm), then the gradients match finite differences.
+  Shape t = Shape::of({3, 5}, DType::f64), v = Shape::of({5}, DType::f64);
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", t), r = b.input("r", t);
+  NodeId gamma = b.param("gamma", v), beta = b.param("beta", v);
+  NodeId ln = b.graph().add(OpKind::ResidualLayerNorm, {x, r, gamma, beta}, ir::NormAttrs{1e-3});
+  NodeId h = b.add(b.get(ln, 0), b.tanh(b.get(ln, 1))); // the sum is the next residual
+  NodeId rms = b.graph().add(OpKind::ResidualRmsNorm, {h, x, gamma}, ir::NormAttrs{1e-3});
+  b.output(b.mul(b.get(rms, 1), b.get(rms, 0)));
+  const Graph prepared = autodiff::prepare_graph_for_ad(g);
+  EXPECT_EQ(count(prepared, OpKind::ResidualLayerNorm), 0u);
+  EXPECT_EQ(count(prepared, OpKind::ResidualRmsNorm), 0u);
+  EXPECT_EQ(count(prepared, OpKind::Get), 0u);
+  expect_fd(g, {{"x", random(t, 21)}, {"r", random(t, 22)}},
+            {{"gamma", random(v, 23, 0.5, 1.5)}, {"beta", random(v, 24)}});
+}
+
 TEST(GradWithLoss, HirBlocksAreLoweredFirst) {
   Graph g;
   Builder b(g);

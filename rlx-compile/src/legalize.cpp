@@ -54,20 +54,28 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
         why_not[i] = "no decomposition into other ops";
         continue;
       }
-      ir::NodeId chosen;
+      // One value per result: a tuple-typed op's parts form gives each part (its gets are
+      // replaced by them), any other op's form its one value.
+      std::vector<ir::NodeId> chosen;
       int chosen_rank = 3; // 0 all emitted supported, 1 supported or decomposable, 2 applicable
       std::string why;
       for (const ir::Decomposition& form : fns) {
         const std::size_t mark = g.size();
         ir::Builder b(g);
         std::string reason;
-        ir::NodeId r;
+        std::vector<ir::NodeId> r;
         try {
-          r = form.fn(b, id, opts.decompose, reason);
+          if (form.parts != nullptr && g.shape(id).is_tuple()) {
+            r = form.parts(b, id, opts.decompose, reason);
+          } else if (form.fn != nullptr && !g.shape(id).is_tuple()) {
+            const ir::NodeId v = form.fn(b, id, opts.decompose, reason);
+            if (v.valid())
+              r.push_back(v);
+          }
         } catch (const ir::ShapeError& e) {
           reason = e.what();
         }
-        if (!r.valid()) {
+        if (r.empty()) {
           why += (why.empty() ? "" : "; ") + reason;
           continue;
         }
@@ -84,11 +92,11 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
         if (rank == 0)
           break;
       }
-      if (!chosen.valid()) {
+      if (chosen.empty()) {
         why_not[i] = "its decomposition does not apply: " + why;
         continue;
       }
-      g.replace_all_uses(id, chosen);
+      ir::replace_tuple_uses(g, id, chosen);
       ++rep.by_op[op].rewritten;
       changed = true;
     }

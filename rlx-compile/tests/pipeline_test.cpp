@@ -88,7 +88,8 @@ TestBackend subset_backend() {
       "test-subset",
       claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax, OpKind::Gelu,
                      OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt, OpKind::MatMulBiasAct,
-                     OpKind::SwiGlu, OpKind::SwiGluMatMul, OpKind::ElementwiseRegion}));
+                     OpKind::SwiGlu, OpKind::SwiGluMatMul, OpKind::ElementwiseRegion,
+                     OpKind::ResidualLayerNorm, OpKind::ResidualRmsNorm}));
 }
 
 TEST(Pipeline, StageOrder) {
@@ -99,7 +100,8 @@ TEST(Pipeline, StageOrder) {
                 "lower-hir", "const-fold", "simplify", "cse", "fuse-gelu-spelling",
                 "fuse-layer-norm-spelling", "fuse-rms-norm-spelling", "fuse-rope-spelling",
                 "fuse-swiglu-matmul", "fuse-shared-input-matmul", "fuse-swiglu", "fuse-attention",
-                "fuse-matmul-bias-act", "mark-elementwise-regions", "bind-symbols", "legalize",
+                "fuse-matmul-bias-act", "fuse-residual-layer-norm", "fuse-residual-rms-norm",
+                "mark-elementwise-regions", "bind-symbols", "legalize",
                 "dce", "memory-plan"}));
   CompileOptions o;
   o.fold_constants = false;
@@ -110,7 +112,8 @@ TEST(Pipeline, StageOrder) {
                 "lower-hir", "specialize-params", "simplify", "cse", "fuse-gelu-spelling",
                 "fuse-layer-norm-spelling", "fuse-rms-norm-spelling", "fuse-rope-spelling",
                 "fuse-swiglu-matmul", "fuse-shared-input-matmul", "fuse-swiglu", "fuse-attention",
-                "fuse-matmul-bias-act", "mark-elementwise-regions", "bind-symbols", "legalize",
+                "fuse-matmul-bias-act", "fuse-residual-layer-norm", "fuse-residual-rms-norm",
+                "mark-elementwise-regions", "bind-symbols", "legalize",
                 "legalize-broadcast", "dce", "memory-plan"}));
   // No fusion, or one pass turned off; the subset backend claims no fused op.
   CompileOptions nf;
@@ -265,9 +268,9 @@ TEST(Pipeline, DumpsEveryStageWhenAsked) {
   for (const auto& e : fs::directory_iterator(dir))
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  ASSERT_EQ(files.size(), 18u); // input + 17 graph passes (10 of them fusion passes)
+  ASSERT_EQ(files.size(), 20u); // input + 19 graph passes (12 of them fusion passes)
   EXPECT_EQ(files.front(), "mlp.00.input.ir");
-  EXPECT_EQ(files.back(), "mlp.17.dce.ir");
+  EXPECT_EQ(files.back(), "mlp.19.dce.ir");
   fs::remove_all(dir);
 }
 

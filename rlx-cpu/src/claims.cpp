@@ -64,6 +64,9 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
   // Transformer fused ops (kernels/swiglu.cpp).
   c.claim(K::SwiGlu, kFloats);
   c.claim(K::SwiGluMatMul, kFloats);
+  // Residual + norm (kernels/residual_norm.cpp): the sum and the normalised sum in one row pass.
+  c.claim(K::ResidualLayerNorm, kFloats);
+  c.claim(K::ResidualRmsNorm, kFloats);
   c.claim(K::Attention, {DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
   // int8 quantization: float in, i8 out (Quantize); i8 in, f32 out (Dequantize).
   c.claim(K::Quantize, {DType::f32, DType::f64, DType::i8});

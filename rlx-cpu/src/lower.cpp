@@ -149,6 +149,10 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return swiglu_impls();
   case K::SwiGluMatMul:
     return swiglu_matmul_impls();
+  case K::ResidualLayerNorm:
+    return residual_layer_norm_impls();
+  case K::ResidualRmsNorm:
+    return residual_rms_norm_impls();
   }
   return {};
 }

@@ -126,5 +126,7 @@ std::span<const KernelImpl> while_impls();         ///< control_flow.cpp: cond /
 std::span<const KernelImpl> split_impls();         // tuple.cpp
 std::span<const KernelImpl> get_impls();           // tuple.cpp
 std::span<const KernelImpl> region_impls();        ///< region.cpp: the generated elementwise loop
+std::span<const KernelImpl> residual_layer_norm_impls(); // residual_norm.cpp
+std::span<const KernelImpl> residual_rms_norm_impls();   // residual_norm.cpp
 
 } // namespace rlx::cpu

@@ -112,6 +112,11 @@ float dot(const float* a, const float* b, std::int64_t n);
 void scale_mul(float* y, const float* x, const float* g, float s, std::int64_t n);
 /// Sum of squares of \p x[0, n).
 float sum_squares(const float* x, std::int64_t n);
+/// s[i] = x[i] + r[i] for i < n; \returns the sum of the new s (the residual + LayerNorm pass).
+float add_sum(float* s, const float* x, const float* r, std::int64_t n);
+/// s[i] = x[i] + r[i] for i < n; \returns the sum of squares of the new s (residual + RMSNorm).
+float add_sum_squares(float* s, const float* x, const float* r, std::int64_t n);
+
 /// max of \p x[0, n) (n ≥ 1; NaN propagates).
 float max(const float* x, std::int64_t n);
 /// x[i] = e^(x[i] - m) for i < n; \returns the sum of the new values.

@@ -4,6 +4,7 @@
 
 #include "fusion_pass_list.hpp"
 #include "rlx/fusion/elementwise_regions.hpp"
+#include "rlx/fusion/norm_fusions.hpp"
 #include "rlx/fusion/transformer_fusions.hpp"
 #include "rlx/ir/error.hpp"
 
@@ -29,6 +30,13 @@ const FusionPassInfo kFusionPasses[] = {
     {"fuse-swiglu", {ir::OpKind::SwiGlu}, make_fuse_swiglu},
     {"fuse-attention", {ir::OpKind::Attention}, make_fuse_attention},
     {"fuse-matmul-bias-act", {ir::OpKind::MatMulBiasAct}, make_fuse_matmul_bias_act},
+    // ---- residual + norm (after the epilogue fusions took their bias Adds) ----
+    {"fuse-residual-layer-norm",
+     {ir::OpKind::ResidualLayerNorm, ir::OpKind::Get},
+     make_fuse_residual_layer_norm},
+    {"fuse-residual-rms-norm",
+     {ir::OpKind::ResidualRmsNorm, ir::OpKind::Get},
+     make_fuse_residual_rms_norm},
     {MarkElementwiseRegionsPass::kName,
      {ir::OpKind::ElementwiseRegion},
      []() -> std::unique_ptr<Pass> { return std::make_unique<MarkElementwiseRegionsPass>(); }},

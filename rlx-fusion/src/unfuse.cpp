@@ -26,10 +26,11 @@ public:
           continue;
         ir::Builder b(g);
         std::string why;
-        const ir::NodeId r = ir::decompose(b, id, ctx.options.decompose, why);
-        if (!r.valid())
+        // One value per result: a tuple-typed fused op's gets read its decomposition's parts.
+        const std::vector<ir::NodeId> r = ir::decompose_parts(b, id, ctx.options.decompose, why);
+        if (r.empty())
           throw Error("unfuse: cannot expand " + ir::describe(g, id) + ": " + why);
-        g.replace_all_uses(id, r);
+        ir::replace_tuple_uses(g, id, r);
         any = true;
       }
       if (!any)

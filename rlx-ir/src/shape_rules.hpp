@@ -60,4 +60,8 @@ Shape matmul_bias_act(In, const MatMulBiasActAttrs&);
 Shape swiglu(In, const NoAttrs&);
 Shape swiglu_matmul(In, const NoAttrs&);
 
+// fused ops: residual + norm (shape_rules_fused_norm.cpp)
+Shape residual_layer_norm(In, const NormAttrs&);
+Shape residual_rms_norm(In, const NormAttrs&);
+
 } // namespace rlx::ir::rules

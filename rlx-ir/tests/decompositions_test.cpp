@@ -56,9 +56,9 @@ double tolerance(DType t) {
   return 0;
 }
 
-/// \p g with every live node of op \p op replaced by form \p fn (symbols bound first: some forms
-/// build constant tables and need sizes).
-Graph replace_by(const Graph& g, OpKind op, DecomposeFn fn) {
+/// \p g with every live node of op \p op replaced by form \p d (symbols bound first: some forms
+/// build constant tables and need sizes). A parts form (tuple result) replaces each get.
+Graph replace_by(const Graph& g, OpKind op, const Decomposition& d) {
   Graph out = g.bind(testing::sample_bindings(g));
   const std::size_t n = out.size();
   int replaced = 0;
@@ -68,7 +68,19 @@ Graph replace_by(const Graph& g, OpKind op, DecomposeFn fn) {
       continue;
     Builder b(out);
     std::string why;
-    const NodeId r = fn(b, id, DecomposeOptions{}, why);
+    if (d.parts != nullptr) {
+      const std::vector<NodeId> parts = d.parts(b, id, DecomposeOptions{}, why);
+      if (parts.empty())
+        throw Error("the form does not apply to " + describe(out, id) + ": " + why);
+      const Shape t = out.shape(id);
+      EXPECT_EQ(parts.size(), t.parts.size()) << describe(out, id);
+      for (std::size_t p = 0; p < parts.size() && p < t.parts.size(); ++p)
+        EXPECT_EQ(out.shape(parts[p]), t.parts[p]) << describe(out, id) << " part " << p;
+      replace_tuple_uses(out, id, parts);
+      ++replaced;
+      continue;
+    }
+    const NodeId r = d.fn(b, id, DecomposeOptions{}, why);
     if (!r.valid())
       throw Error("the form does not apply to " + describe(out, id) + ": " + why);
     EXPECT_EQ(out.shape(r), out.shape(id)) << describe(out, id);
@@ -87,7 +99,7 @@ TEST_P(EveryDecomposition, MatchesTheReferenceOnRandomInputs) {
   const Decomposition& d = decompositions(f.op)[f.index];
   const Graph g = testing::sample_graph(f.op);
   Graph out;
-  ASSERT_NO_THROW(out = replace_by(g, f.op, d.fn));
+  ASSERT_NO_THROW(out = replace_by(g, f.op, d));
   verify(out);
   for (NodeId id : out.ids())
     EXPECT_NE(out.node(id).op, f.op) << print(out);
@@ -152,7 +164,9 @@ TEST(Decompositions, TheTableCoversTheCompositeOps) {
                                      OpKind::FakeQuantize,
                                      OpKind::Dequantize,
                                      OpKind::SwiGlu,
-                                     OpKind::SwiGluMatMul};
+                                     OpKind::SwiGluMatMul,
+                                     OpKind::ResidualLayerNorm,
+                                     OpKind::ResidualRmsNorm};
   for (OpKind op : testing::all_ops()) {
     SCOPED_TRACE(std::string(op_name(op)));
     if (is_hir(op) || has_flag(op, kFused) || expected.count(op)) {
@@ -160,7 +174,7 @@ TEST(Decompositions, TheTableCoversTheCompositeOps) {
     }
     for (const Decomposition& d : decompositions(op)) {
       EXPECT_FALSE(d.name.empty());
-      EXPECT_NE(d.fn, nullptr);
+      EXPECT_TRUE((d.fn != nullptr) != (d.parts != nullptr)) << d.name; // exactly one
     }
   }
   EXPECT_EQ(decompositions(OpKind::Neg).front().name, "neg_by_mul"); // preferred first

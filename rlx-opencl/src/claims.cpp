@@ -33,6 +33,10 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
     UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
+    UnclaimedOp{K::ResidualLayerNorm, "fused op without an OpenCL kernel yet: the fusion pass does "
+                                      "not run for OpenCL, and legalisation decomposes it"},
+    UnclaimedOp{K::ResidualRmsNorm, "fused op without an OpenCL kernel yet: the fusion pass does "
+                                    "not run for OpenCL, and legalisation decomposes it"},
 };
 
 ir::ClaimSet build_claims() {

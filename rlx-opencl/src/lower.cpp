@@ -812,6 +812,8 @@ void Lowerer::lower(ir::NodeId id) {
   case K::SwiGluFfn:
   case K::BertLayer:
   case K::LlamaBlock:
+  case K::ResidualLayerNorm:
+  case K::ResidualRmsNorm:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -1005,6 +1005,46 @@ void fused_transformer_cases(Table& t) {
   }
 }
 
+// fused ops: residual + norm. Both parts are checked: the sum (part 0) and the normalised sum
+// (part 1), read through their Gets and joined along the last axis.
+void fused_norm_cases(Table& t) {
+  struct NormShape {
+    Sizes dims;
+    const char* name;
+  };
+  // An odd width (no full vector), BERT-mini's and BERT-base's widths with several row tasks, a
+  // 3-D input.
+  const NormShape shapes[] = {
+      {{5, 33}, "5x33"}, {{64, 256}, "64x256"}, {{400, 768}, "400x768"}, {{2, 3, 17}, "2x3x17"}};
+  for (DType d : {DType::f32, DType::f64})
+    for (const NormShape& sh : shapes)
+      for (K op : {K::ResidualLayerNorm, K::ResidualRmsNorm})
+        for (bool beta : {true, false}) {
+          if (op == K::ResidualRmsNorm && beta)
+            continue;
+          const auto n = static_cast<double>(sh.dims.back());
+          Sizes vec{sh.dims.back()};
+          std::vector<InputSpec> ins{in("x", sh.dims, d, -2, 2), in("r", sh.dims, d, -2, 2),
+                                     in("gamma", vec, d)};
+          if (beta)
+            ins.push_back(in("beta", vec, d));
+          const std::string name = std::string(op == K::ResidualLayerNorm ? "residual_layer_norm"
+                                                                          : "residual_rms_norm") +
+                                   (beta ? "_affine_" : "_") + sh.name + "_" + dn(d);
+          t.add_built(name, op, ins,
+                      Tolerance{(n + 16) * unit(d) * 8, (n + 16) * unit(d),
+                                "the sum is one rounding (exact against the oracle); the norm's "
+                                "mean and variance are n-term sums (n·u relative) of values up to "
+                                "4; outputs are at most ~8"},
+                      [op, beta](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                        ir::Builder b(g);
+                        const ir::NodeId f =
+                            g.add(op, in_, ir::NormAttrs{beta ? 1e-5 : 1e-6}, "residual_norm");
+                        return b.concat({b.get(f, 1), b.get(f, 0)}, -1);
+                      });
+        }
+}
+
 std::vector<OpCase> build_table() {
   Table t;
   unary_cases(t);
@@ -1022,6 +1062,7 @@ std::vector<OpCase> build_table() {
   fused_cases(t);
   fused_transformer_cases(t);
   region_cases(t);
+  fused_norm_cases(t);
   return t.take();
 }
 

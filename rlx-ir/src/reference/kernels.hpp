@@ -31,4 +31,8 @@ namespace rlx::ir::reference {
 /// fresh tensor per part (tuple.cpp). Throws EvalError for an op that has no tuple result.
 std::vector<Tensor> tuple_kernel(const Node& node, const Shape& out, Args in);
 
+/// The parts of a tuple-typed fused op (ResidualLayerNorm, ResidualRmsNorm): its parts
+/// decomposition evaluated (fused.cpp), which is its definition.
+std::vector<Tensor> fused_tuple_parts(const Node& node, const Shape& out, Args in);
+
 } // namespace rlx::ir::reference

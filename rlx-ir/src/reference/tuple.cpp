@@ -37,6 +37,9 @@ std::vector<Tensor> tuple_kernel(const Node& node, const Shape& out, Args in) {
     return split_parts(node, out, in);
   case OpKind::ElementwiseRegion: // several results: body output i is part i
     return evaluate_positional(*node.attr<RegionAttrs>().body, in);
+  case OpKind::ResidualLayerNorm:
+  case OpKind::ResidualRmsNorm:
+    return fused_tuple_parts(node, out, in);
   default:
     fail(std::string(op_name(node.op)) + ": the op has no tuple result");
   }

@@ -499,6 +499,23 @@ Graph fused_transformer_sample(OpKind op) {
   return g;
 }
 
+// fused ops: residual + norm. The sum is read (a residual) and the normalised value too; the layer
+// norm has a beta, a symbolic batch and an odd width.
+Graph fused_norm_sample(OpKind op) {
+  Graph g(std::string(op_name(op)));
+  Builder b(g);
+  NodeId x = b.input("x", Shape({sym("batch"), 3, 5}, f32));
+  NodeId r = b.input("residual", Shape({sym("batch"), 3, 5}, f32));
+  NodeId gamma = b.param("gamma", Shape({5}, f32));
+  std::vector<NodeId> in{x, r, gamma};
+  if (op == OpKind::ResidualLayerNorm)
+    in.push_back(b.param("beta", Shape({5}, f32)));
+  NodeId t = g.add(op, in, NormAttrs{1e-3}, "ln");
+  b.output(g.add(OpKind::Get, {t}, GetAttrs{1}, "normed"));
+  b.output(g.add(OpKind::Get, {t}, GetAttrs{0}, "sum"));
+  return g;
+}
+
 std::int64_t bound_size(const Dim& d, const Bindings& b) {
   if (d.is_static())
     return d.size();
@@ -700,6 +717,9 @@ Graph sample_graph(OpKind op) {
   case OpKind::SwiGlu:
   case OpKind::SwiGluMatMul:
     return fused_transformer_sample(op);
+  case OpKind::ResidualLayerNorm:
+  case OpKind::ResidualRmsNorm:
+    return fused_norm_sample(op);
   default:
     break;
   }

@@ -39,8 +39,8 @@ struct CompileResult {
   DispatchReport dispatch;               ///< native / rewritten / unsupported per op kind
   std::vector<fusion::PassStats> passes; ///< per-pass time and change, in run order
   double total_ms = 0;                   ///< wall time of the whole pipeline
-  /// Kernels (non-leaf nodes) of the graph just before the first fusion pass and just after the
-  /// last one (equal when no fusion pass runs).
+  /// Kernels (non-leaf nodes other than `get`, a view of a tuple part) of the graph just before
+  /// the first fusion pass and just after the last one (equal when no fusion pass runs).
   int kernels_before_fusion = 0;
   int kernels_after_fusion = 0;
 };

@@ -37,10 +37,19 @@ struct DecomposeOptions {
 using DecomposeFn = NodeId (*)(Builder& b, NodeId id, const DecomposeOptions& opts,
                                std::string& why);
 
-/// A named decomposition ("gelu_by_erf"), for reports and tests.
+/// The decomposition of an op with a tuple result (several results, read through `get`): emits
+/// nodes computing each part and \returns them in part order (part i has the type of the node's
+/// part i). When it does not apply it sets \p why and \returns an empty list.
+using DecomposePartsFn = std::vector<NodeId> (*)(Builder& b, NodeId id,
+                                                 const DecomposeOptions& opts, std::string& why);
+
+/// A named decomposition ("gelu_by_erf"), for reports and tests. A single-result op's forms set
+/// \p fn; a tuple-result op's forms set \p parts (a tuple value has no one-node replacement: its
+/// `get` users are replaced by the parts, see replace_tuple_uses).
 struct Decomposition {
   std::string_view name;
   DecomposeFn fn = nullptr;
+  DecomposePartsFn parts = nullptr;
 };
 
 /// The decompositions of op \p k, preferred first (empty when there is none).
@@ -52,6 +61,18 @@ bool has_decomposition(OpKind k);
 /// Emits the first decomposition of node \p id that applies and \returns its value; an invalid id
 /// when none applies or the op has none, with \p why saying why (each form's reason, joined).
 NodeId decompose(Builder& b, NodeId id, const DecomposeOptions& opts, std::string& why);
+
+/// Emits the first decomposition of node \p id that applies and \returns one value per result: the
+/// parts of a tuple-typed node (forms with `parts`), or the one value of any other node (forms
+/// with `fn`). An empty list when none applies, with \p why saying why.
+std::vector<NodeId> decompose_parts(Builder& b, NodeId id, const DecomposeOptions& opts,
+                                    std::string& why);
+
+/// Replaces every use of node \p id by its decomposition \p parts: for a tuple-typed \p id, each
+/// `get` user by the part it reads (the tuple node is then dead); otherwise every use by
+/// \p parts[0]. Throws Error when a user of a tuple is not a `get` or the part count differs.
+/// The graph may need compact() afterwards (as after Graph::replace_all_uses).
+void replace_tuple_uses(Graph& g, NodeId id, std::span<const NodeId> parts);
 
 /// Copies sub-graph \p sub into the builder's graph with its Inputs bound, in list order, to
 /// \p args (every value of a sub-graph is an input; a Param in it is an error naming \p what).

@@ -1,0 +1,145 @@
+// residual_norm_test.cpp: the fused residual + norm ops through the CPU compile pipeline: a BERT
+// post-norm step (LayerNorm of a residual sum) and LLaMA pre-norm steps (RmsNorm of a sum that is
+// also the next residual) compile with fusion on into fewer kernels, run the fused row kernel
+// (kernels/residual_norm.cpp) and match the reference interpreter, fused and unfused, with both
+// GEMM providers. Odd widths exercise the vector tails.
+#include "rlx/compile/pipeline.hpp"
+#include "rlx/cpu/backend.hpp"
+#include "rlx/ir/builder.hpp"
+#include "rlx/ir/reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace {
+
+using namespace rlx;
+using ir::Builder;
+using ir::Graph;
+using ir::NodeId;
+using ir::Shape;
+using ir::Tensor;
+
+Tensor random_tensor(const Shape& s, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Tensor t(s);
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.set_f64(i, u(rng));
+  return t;
+}
+
+struct CpuRun {
+  std::vector<Tensor> out;
+  int kernels = 0;
+  std::string listing;
+  fusion::FusionReport fusion;
+};
+
+/// Compiles \p g for \p backend (fusion on or off), runs it on \p values (inputs and params by
+/// name) and counts its kernels.
+CpuRun run(const Graph& g, const cpu::CpuBackend& backend, bool fuse,
+           const ir::reference::TensorMap& values) {
+  compile::CompileOptions o;
+  o.fuse = fuse;
+  CpuRun r;
+  compile::CompileResult c = compile::CompilePipeline(backend, o).run(g);
+  r.fusion = c.fusion;
+  auto exe = backend.compile(c.lir);
+  for (NodeId id : g.inputs())
+    exe->set_input(g.node(id).attr<ir::LeafAttrs>().name,
+                   values.at(g.node(id).attr<ir::LeafAttrs>().name));
+  for (NodeId id : g.params())
+    exe->set_param(g.node(id).attr<ir::LeafAttrs>().name,
+                   values.at(g.node(id).attr<ir::LeafAttrs>().name));
+  exe->execute();
+  for (std::size_t i = 0; i < g.outputs().size(); ++i)
+    r.out.push_back(exe->output(i));
+  r.listing = cpu::kernel_listing(*exe);
+  for (char ch : r.listing)
+    r.kernels += ch == '\n';
+  return r;
+}
+
+/// Runs \p g fused and unfused on the CPU and on the reference; \returns the fused run.
+CpuRun check(const Graph& g, double tol) {
+  ir::reference::TensorMap in, params, all;
+  std::uint64_t seed = 5;
+  for (NodeId id : g.inputs()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    all[l.name] = in[l.name] = random_tensor(l.shape, seed++);
+  }
+  for (NodeId id : g.params()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    all[l.name] = params[l.name] = random_tensor(l.shape, seed++);
+  }
+  const auto want = ir::reference::evaluate(g, in, params);
+  for (auto provider : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas}) {
+    const cpu::CpuBackend backend(cpu::CpuOptions{provider, 0});
+    CpuRun fused = run(g, backend, true, all);
+    CpuRun plain = run(g, backend, false, all);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_LE(ir::max_abs_diff(fused.out[i], want[i]), tol) << fused.listing;
+      EXPECT_LE(ir::max_abs_diff(plain.out[i], want[i]), tol);
+    }
+    EXPECT_LT(fused.kernels, plain.kernels) << fused.listing << "\n" << plain.listing;
+    if (provider == cpu::GemmProvider::openblas)
+      return fused;
+  }
+  return {};
+}
+
+TEST(CpuResidualNorm, BertPostNormRunsAsOneResidualLayerNorm) {
+  for (std::int64_t e : {32, 37}) {
+    SCOPED_TRACE(e);
+    Graph g("post_norm");
+    Builder b(g);
+    NodeId x = b.input("x", Shape({2, 5, e}));
+    NodeId w = b.param("w", Shape({e, e}));
+    NodeId h = b.matmul(x, w, false, true);
+    NodeId y =
+        b.layer_norm(b.add(h, x), b.param("gamma", Shape({e})), b.param("beta", Shape({e})), 1e-5);
+    b.output(b.tanh(y));
+    CpuRun r = check(g, 2e-5);
+    EXPECT_NE(r.listing.find("residual_layer_norm"), std::string::npos) << r.listing;
+    EXPECT_EQ(r.fusion.applied["residual_layer_norm"], 1) << r.fusion.str();
+  }
+}
+
+TEST(CpuResidualNorm, LlamaPreNormSumFeedsTheNextResidual) {
+  for (std::int64_t e : {16, 23}) {
+    SCOPED_TRACE(e);
+    Graph g("pre_norm");
+    Builder b(g);
+    NodeId h = b.input("x", Shape({3, 4, e}));
+    NodeId gamma = b.param("gamma", Shape({e}));
+    NodeId w = b.param("w", Shape({e, e}));
+    NodeId delta = b.matmul(b.rms_norm(h, gamma, 1e-6), w, false, true);
+    for (int i = 0; i < 2; ++i) {
+      h = b.add(h, delta);
+      delta = b.matmul(b.rms_norm(h, gamma, 1e-6), w, false, true);
+    }
+    b.output(b.add(h, delta));
+    b.output(h);
+    CpuRun r = check(g, 2e-5);
+    EXPECT_NE(r.listing.find("residual_rms_norm"), std::string::npos) << r.listing;
+    EXPECT_EQ(r.fusion.applied["residual_rms_norm"], 2) << r.fusion.str();
+    EXPECT_EQ(r.fusion.applied["residual_rms_norm_sum"], 2) << r.fusion.str();
+  }
+}
+
+TEST(CpuResidualNorm, F64RunsTheDoubleLoop) {
+  Graph g("f64");
+  Builder b(g);
+  NodeId x = b.input("x", Shape({3, 9}, ir::DType::f64));
+  NodeId r = b.input("r", Shape({3, 9}, ir::DType::f64));
+  NodeId s = b.add(x, r);
+  b.output(b.layer_norm(s, b.param("gamma", Shape({9}, ir::DType::f64)), NodeId{}, 1e-5));
+  b.output(b.mul(s, s));
+  CpuRun out = check(g, 1e-12);
+  EXPECT_NE(out.listing.find("residual_layer_norm"), std::string::npos) << out.listing;
+}
+
+} // namespace
