@@ -178,8 +178,9 @@ std::vector<Wrt> float_params(const Graph& g) {
 
 Graph prepare_graph_for_ad(const Graph& g) {
   Graph r = ir::has_hir_ops(g) ? ir::lower_hir(g) : g;
-  // Every float-valued op without a VJP rule (While, fused ops) is replaced by its decomposition
-  // from rlx-ir's table, until none is left that has one (nested forms need several rounds).
+  // Every float-valued op without a VJP rule (While, fused and backward ops) is replaced by its
+  // decomposition from rlx-ir's table, until none is left that has one (nested forms need several
+  // rounds).
   for (int round = 0; round < 16; ++round) {
     bool changed = false;
     Builder b(r);
@@ -187,14 +188,14 @@ Graph prepare_graph_for_ad(const Graph& g) {
     for (std::uint32_t i = 0; i < n; ++i) {
       NodeId id(i);
       const Node& node = r.node(id);
-      if (ir::is_leaf(node.op) || vjp_rule(node.op) != nullptr || node.shape.is_tuple() ||
-          !is_float(node.shape.dtype) || !ir::has_decomposition(node.op) || r.use_count(id) == 0)
+      if (ir::is_leaf(node.op) || vjp_rule(node.op) != nullptr || !is_float(node.shape.dtype) ||
+          !ir::has_decomposition(node.op) || r.use_count(id) == 0)
         continue;
       std::string why;
-      NodeId d = ir::decompose(b, id, {}, why);
-      if (!d.valid())
+      const std::vector<NodeId> d = ir::decompose_values(b, id, {}, why);
+      if (d.empty())
         continue; // left to the walk, which names the op if a gradient must cross it
-      r.replace_all_uses(id, d);
+      ir::replace_by_values(r, id, d); // a tuple's gets (backward ops) read the parts
       changed = true;
     }
     if (!changed)

@@ -54,20 +54,15 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
         why_not[i] = "no decomposition into other ops";
         continue;
       }
-      ir::NodeId chosen;
+      std::vector<ir::NodeId> chosen; // one value, or one per part of a tuple-typed op
       int chosen_rank = 3; // 0 all emitted supported, 1 supported or decomposable, 2 applicable
       std::string why;
       for (const ir::Decomposition& form : fns) {
         const std::size_t mark = g.size();
         ir::Builder b(g);
         std::string reason;
-        ir::NodeId r;
-        try {
-          r = form.fn(b, id, opts.decompose, reason);
-        } catch (const ir::ShapeError& e) {
-          reason = e.what();
-        }
-        if (!r.valid()) {
+        std::vector<ir::NodeId> r = ir::emit_decomposition(form, b, id, opts.decompose, reason);
+        if (r.empty()) {
           why += (why.empty() ? "" : "; ") + reason;
           continue;
         }
@@ -78,17 +73,17 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
             rank = std::max(rank, ir::has_decomposition(g.node(nj).op) ? 1 : 2);
         }
         if (rank < chosen_rank) {
-          chosen = r;
+          chosen = std::move(r);
           chosen_rank = rank;
         }
         if (rank == 0)
           break;
       }
-      if (!chosen.valid()) {
+      if (chosen.empty()) {
         why_not[i] = "its decomposition does not apply: " + why;
         continue;
       }
-      g.replace_all_uses(id, chosen);
+      ir::replace_by_values(g, id, chosen);
       ++rep.by_op[op].rewritten;
       changed = true;
     }

@@ -149,6 +149,14 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return swiglu_impls();
   case K::SwiGluMatMul:
     return swiglu_matmul_impls();
+  case K::LayerNormGrad:
+    return layer_norm_grad_impls();
+  case K::RmsNormGrad:
+    return rms_norm_grad_impls();
+  case K::SoftmaxGrad:
+    return softmax_grad_impls();
+  case K::LogSoftmaxGrad:
+    return log_softmax_grad_impls();
   }
   return {};
 }

@@ -126,5 +126,9 @@ std::span<const KernelImpl> while_impls();         ///< control_flow.cpp: cond /
 std::span<const KernelImpl> split_impls();         // tuple.cpp
 std::span<const KernelImpl> get_impls();           // tuple.cpp
 std::span<const KernelImpl> region_impls();        ///< region.cpp: the generated elementwise loop
+std::span<const KernelImpl> layer_norm_grad_impls();  // norm_grad.cpp: backward ops
+std::span<const KernelImpl> rms_norm_grad_impls();    // norm_grad.cpp
+std::span<const KernelImpl> softmax_grad_impls();     // norm_grad.cpp
+std::span<const KernelImpl> log_softmax_grad_impls(); // norm_grad.cpp
 
 } // namespace rlx::cpu

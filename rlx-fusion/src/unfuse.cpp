@@ -26,10 +26,10 @@ public:
           continue;
         ir::Builder b(g);
         std::string why;
-        const ir::NodeId r = ir::decompose(b, id, ctx.options.decompose, why);
-        if (!r.valid())
+        const std::vector<ir::NodeId> r = ir::decompose_values(b, id, ctx.options.decompose, why);
+        if (r.empty())
           throw Error("unfuse: cannot expand " + ir::describe(g, id) + ": " + why);
-        g.replace_all_uses(id, r);
+        ir::replace_by_values(g, id, r); // a tuple's gets read the parts
         any = true;
       }
       if (!any)

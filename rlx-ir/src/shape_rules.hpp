@@ -60,4 +60,9 @@ Shape matmul_bias_act(In, const MatMulBiasActAttrs&);
 Shape swiglu(In, const NoAttrs&);
 Shape swiglu_matmul(In, const NoAttrs&);
 
+// backward ops (shape_rules_backward.cpp)
+Shape layer_norm_grad(In, const NormAttrs&);
+Shape rms_norm_grad(In, const NormAttrs&);
+Shape softmax_grad(In, const AxisAttrs&);
+
 } // namespace rlx::ir::rules

@@ -689,6 +689,10 @@ void Lowerer::lower(ir::NodeId id) {
   case K::MatMulBiasAct:
   case K::SwiGlu:
   case K::SwiGluMatMul:
+  case K::LayerNormGrad:
+  case K::RmsNormGrad:
+  case K::SoftmaxGrad:
+  case K::LogSoftmaxGrad:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -48,5 +48,6 @@ void add_control_flow_decompositions(DecompositionTable& t);
 void add_fused_decompositions(DecompositionTable& t);             // the fused ops of rlx-fusion
 void add_fused_transformer_decompositions(DecompositionTable& t); // fused ops: transformer
 void add_region_decompositions(DecompositionTable& t);            ///< fused ops: regions
+void add_backward_decompositions(DecompositionTable& t);          ///< backward ops
 
 } // namespace rlx::ir::decompose_detail

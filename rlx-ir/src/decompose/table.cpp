@@ -44,6 +44,7 @@ DecompositionTable make_table() {
   add_fused_decompositions(t);
   add_fused_transformer_decompositions(t);
   add_region_decompositions(t);
+  add_backward_decompositions(t);
   return t;
 }
 
@@ -67,9 +68,23 @@ bool has_decomposition(OpKind k) {
   return !decompositions(k).empty();
 }
 
-NodeId decompose(Builder& b, NodeId id, const DecomposeOptions& opts, std::string& why) {
-  const OpKind k = b.graph().node(id).op;
-  const auto forms = decompositions(k);
+std::vector<NodeId> emit_decomposition(const Decomposition& form, Builder& b, NodeId id,
+                                       const DecomposeOptions& opts, std::string& why) {
+  try {
+    if (form.parts != nullptr)
+      return form.parts(b, id, opts, why);
+    const NodeId r = form.fn(b, id, opts, why);
+    if (r.valid())
+      return {r};
+  } catch (const ShapeError& e) {
+    why = e.what();
+  }
+  return {};
+}
+
+std::vector<NodeId> decompose_values(Builder& b, NodeId id, const DecomposeOptions& opts,
+                                     std::string& why) {
+  const auto forms = decompositions(b.graph().node(id).op);
   if (forms.empty()) {
     why = "no decomposition into other ops";
     return {};
@@ -77,14 +92,54 @@ NodeId decompose(Builder& b, NodeId id, const DecomposeOptions& opts, std::strin
   std::string reasons;
   for (const Decomposition& d : forms) {
     std::string reason;
-    NodeId r;
-    try {
-      r = d.fn(b, id, opts, reason);
-    } catch (const ShapeError& e) {
-      reason = e.what();
-    }
-    if (r.valid())
+    std::vector<NodeId> r = emit_decomposition(d, b, id, opts, reason);
+    if (!r.empty())
       return r;
+    reasons += (reasons.empty() ? "" : "; ") + reason;
+  }
+  why = reasons;
+  return {};
+}
+
+void replace_by_values(Graph& g, NodeId id, std::span<const NodeId> values) {
+  if (!g.node(id).shape.is_tuple()) {
+    if (values.size() != 1)
+      throw Error("replace_by_values: " + describe(g, id) + " has one result, given " +
+                  std::to_string(values.size()) + " values");
+    g.replace_all_uses(id, values[0]);
+    return;
+  }
+  if (values.size() != g.node(id).shape.parts.size())
+    throw Error("replace_by_values: " + describe(g, id) + " has " +
+                std::to_string(g.node(id).shape.parts.size()) + " parts, given " +
+                std::to_string(values.size()) + " values");
+  const std::vector<NodeId> users(g.users(id).begin(), g.users(id).end());
+  for (NodeId u : users) {
+    if (g.node(u).op != OpKind::Get)
+      throw Error("replace_by_values: " + describe(g, u) + " reads the tuple " + describe(g, id) +
+                  " but is no get");
+    const auto part = static_cast<std::size_t>(g.node(u).attr<GetAttrs>().index);
+    g.replace_all_uses(u, values[part]);
+  }
+}
+
+NodeId decompose(Builder& b, NodeId id, const DecomposeOptions& opts, std::string& why) {
+  const OpKind k = b.graph().node(id).op;
+  const auto forms = decompositions(k);
+  if (forms.empty()) {
+    why = "no decomposition into other ops";
+    return {};
+  }
+  if (b.graph().node(id).shape.is_tuple()) {
+    why = "its result is a tuple; use decompose_values";
+    return {};
+  }
+  std::string reasons;
+  for (const Decomposition& d : forms) {
+    std::string reason;
+    std::vector<NodeId> r = emit_decomposition(d, b, id, opts, reason);
+    if (r.size() == 1)
+      return r[0];
     reasons += (reasons.empty() ? "" : "; ") + reason;
   }
   why = reasons;
