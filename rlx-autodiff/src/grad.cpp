@@ -194,10 +194,10 @@ Graph prepare_graph_for_ad(const Graph& g) {
       // A tuple-typed op (the fused residual + norm) is expanded part by part: its gets read
       // the parts of its decomposition.
       std::string why;
-      const std::vector<NodeId> d = ir::decompose_parts(b, id, {}, why);
+      const std::vector<NodeId> d = ir::decompose_values(b, id, {}, why);
       if (d.empty())
         continue; // left to the walk, which names the op if a gradient must cross it
-      ir::replace_tuple_uses(r, id, d);
+      ir::replace_by_values(r, id, d);
       changed = true;
     }
     if (!changed)

@@ -12,6 +12,18 @@ using ir::OpKind;
 using Grads = std::vector<NodeId>;
 using Axes = std::vector<std::int64_t>;
 
+/// \p x [.., R, C] of static rank >= 3 viewed as [rows, C] (a Reshape); invalid when a leading dim
+/// is symbolic (a reshape cannot multiply symbols).
+NodeId rows_view(Builder& b, NodeId x) {
+  const Shape& s = b.shape(x);
+  if (s.rank() < 3 || !s.is_static())
+    return NodeId{};
+  std::int64_t rows = 1;
+  for (std::size_t i = 0; i + 1 < s.rank(); ++i)
+    rows *= s[i].size();
+  return b.reshape(x, {ir::Dim(rows), s[s.rank() - 1]});
+}
+
 Grads matmul(VjpContext& c) {
   // C = op(A) op(B):  d op(A) = up op(B)ᵀ,  d op(B) = op(A)ᵀ up; a transposed operand takes the
   // transpose of that. Broadcast batch dims are summed back.
@@ -19,12 +31,21 @@ Grads matmul(VjpContext& c) {
   const auto& a = c.node.attr<ir::MatMulAttrs>();
   NodeId A = c.in[0], B = c.in[1];
   Grads g(2);
+  // A weight B [K, N] (or [N, K]) under a batched A [.., M, K]: the batch is part of the
+  // contraction, so dB is one GEMM over the flattened rows (A_rows [R, K], up_rows [R, N]) rather
+  // than a batched product [.., K, N] summed over the batch afterwards.
+  const bool weight_grad = c.needs[1] && !a.transpose_a && b.shape(B).rank() == 2;
+  const NodeId a_rows = weight_grad ? rows_view(b, A) : NodeId{};
+  const NodeId up_rows = a_rows.valid() ? rows_view(b, c.up) : NodeId{};
   if (c.needs[0]) {
     NodeId d = a.transpose_a ? b.matmul(B, c.up, a.transpose_b, true)
                              : b.matmul(c.up, B, false, !a.transpose_b);
     g[0] = unbroadcast(b, d, b.shape(A));
   }
-  if (c.needs[1]) {
+  if (c.needs[1] && up_rows.valid()) {
+    g[1] = a.transpose_b ? b.matmul(up_rows, a_rows, true, false)  // [N, K] = up_rowsᵀ A_rows
+                         : b.matmul(a_rows, up_rows, true, false); // [K, N] = A_rowsᵀ up_rows
+  } else if (c.needs[1]) {
     NodeId d = a.transpose_b ? b.matmul(c.up, A, true, a.transpose_a)
                              : b.matmul(A, c.up, !a.transpose_a, false);
     g[1] = unbroadcast(b, d, b.shape(B));

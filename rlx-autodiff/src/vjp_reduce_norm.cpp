@@ -1,5 +1,6 @@
-// vjp_reduce_norm.cpp: VJP rules of Reduce, Softmax, LogSoftmax, LayerNorm and RmsNorm (closed
-// forms in primitives; the norms recompute their row statistics from x).
+// vjp_reduce_norm.cpp: VJP rules of Reduce (closed forms in primitives), Softmax, LogSoftmax,
+// LayerNorm and RmsNorm (one backward op each, from ops.def's "backward ops"; the norms recompute
+// their row statistics from x).
 #include "helpers.hpp"
 #include "table.hpp"
 
@@ -67,71 +68,48 @@ Grads reduce(VjpContext& c) {
 }
 
 Grads softmax(VjpContext& c) {
-  // y (up - sum(y up))
+  // y (up - sum(y up)): one softmax_grad node (rlx-ir's backward op, a CPU kernel)
   auto& b = c.b;
-  std::int64_t ax = c.node.attr<ir::AxisAttrs>().axis;
-  NodeId y = c.self;
-  NodeId s = b.sum(b.mul(y, c.up), {ax}, true);
-  return {b.mul(y, b.sub(c.up, s))};
+  const ir::AxisAttrs a = c.node.attr<ir::AxisAttrs>();
+  return {b.op(OpKind::SoftmaxGrad, {c.self, c.up}, a)};
 }
 
 Grads log_softmax(VjpContext& c) {
-  // up - exp(y) sum(up)
+  // up - exp(y) sum(up): one log_softmax_grad node
   auto& b = c.b;
-  std::int64_t ax = c.node.attr<ir::AxisAttrs>().axis;
-  NodeId s = b.sum(c.up, {ax}, true);
-  return {b.sub(c.up, b.mul(b.exp(c.self), s))};
+  const ir::AxisAttrs a = c.node.attr<ir::AxisAttrs>();
+  return {b.op(OpKind::LogSoftmaxGrad, {c.self, c.up}, a)};
 }
 
-/// Sums \p v over every axis but the last (a [D] gamma / beta gradient). \p target is taken by
-/// value: a reference into the graph (b.shape(gamma)) dangles once an argument's evaluation adds
-/// nodes (the node list reallocates; argument order is unspecified).
-NodeId sum_rows(Builder& b, NodeId v, Shape target) {
-  return unbroadcast(b, v, target);
+/// Part \p i of the tuple \p t.
+NodeId part(Builder& b, NodeId t, std::int64_t i) {
+  return b.op(OpKind::Get, {t}, ir::GetAttrs{i});
 }
 
 Grads layer_norm(VjpContext& c) {
-  // xh = (x - mean) r, r = 1 / sqrt(var + eps); g = up gamma:
-  // dx = r (g - mean(g) - xh mean(g xh)), dgamma = sum(up xh), dbeta = sum(up)
+  // One layer_norm_grad node (x, gamma, up) -> (dx, dgamma, dbeta), rlx-ir's backward op:
+  // xh = (x - mean) r, r = 1 / sqrt(var + eps), g = up gamma; dx = r (g - mean(g) - xh mean(g xh)),
+  // dgamma = sum(up xh), dbeta = sum(up). The row statistics are recomputed from x.
   auto& b = c.b;
-  double eps = c.node.attr<ir::NormAttrs>().eps;
-  NodeId x = c.in[0], gamma = c.in[1];
-  DType t = b.shape(x).dtype;
-  NodeId xc = b.sub(x, b.mean(x, {-1}, true));
-  NodeId r = b.rsqrt(b.add(b.mean(b.mul(xc, xc), {-1}, true), k(b, eps, t)));
-  NodeId xh = b.mul(xc, r);
+  const ir::NormAttrs a = c.node.attr<ir::NormAttrs>();
+  const NodeId t = b.op(OpKind::LayerNormGrad, {c.in[0], c.in[1], c.up}, a);
   Grads gr(c.in.size());
-  if (c.needs[0]) {
-    NodeId g = b.mul(c.up, gamma);
-    NodeId inner =
-        b.sub(b.sub(g, b.mean(g, {-1}, true)), b.mul(xh, b.mean(b.mul(g, xh), {-1}, true)));
-    gr[0] = b.mul(r, inner);
-  }
-  if (c.needs[1])
-    gr[1] = sum_rows(b, b.mul(c.up, xh), Shape(b.shape(gamma)));
-  if (c.in.size() > 2 && c.needs[2])
-    gr[2] = sum_rows(b, c.up, Shape(b.shape(c.in[2])));
+  for (std::size_t i = 0; i < c.in.size(); ++i)
+    if (c.needs[i])
+      gr[i] = part(b, t, static_cast<std::int64_t>(i));
   return gr;
 }
 
 Grads rms_norm(VjpContext& c) {
-  // xh = x r, r = 1 / sqrt(mean(x^2) + eps); g = up gamma:
-  // dx = r (g - xh mean(g xh)), dgamma = sum(up xh)
+  // One rms_norm_grad node (x, gamma, up) -> (dx, dgamma): xh = x r, r = 1 / sqrt(mean(x^2) + eps),
+  // g = up gamma; dx = r (g - xh mean(g xh)), dgamma = sum(up xh).
   auto& b = c.b;
-  double eps = c.node.attr<ir::NormAttrs>().eps;
-  NodeId x = c.in[0], gamma = c.in[1];
-  DType t = b.shape(x).dtype;
-  NodeId r = b.rsqrt(b.add(b.mean(b.mul(x, x), {-1}, true), k(b, eps, t)));
-  NodeId xh = b.mul(x, r);
+  const ir::NormAttrs a = c.node.attr<ir::NormAttrs>();
+  const NodeId t = b.op(OpKind::RmsNormGrad, {c.in[0], c.in[1], c.up}, a);
   Grads gr(2);
-  if (c.needs[0]) {
-    NodeId g = b.mul(c.up, gamma);
-    gr[0] = b.mul(r, b.sub(g, b.mul(xh, b.mean(b.mul(g, xh), {-1}, true))));
-  }
-  if (c.needs[1]) {
-    const Shape gs = b.shape(gamma); // copied before b.mul may reallocate the node list
-    gr[1] = sum_rows(b, b.mul(c.up, xh), gs);
-  }
+  for (std::size_t i = 0; i < 2; ++i)
+    if (c.needs[i])
+      gr[i] = part(b, t, static_cast<std::int64_t>(i));
   return gr;
 }
 

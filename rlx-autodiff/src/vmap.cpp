@@ -134,16 +134,20 @@ Graph prepare_for_vmap(const Graph& src, const std::map<std::string, std::int64_
         changed = true;
         continue;
       }
+      std::vector<NodeId> values;
       if (node.op == OpKind::Conv2d) {
         std::vector<NodeId> in = node.inputs;
         d = conv_primitives(b, node.attr<ir::Conv2dAttrs>(), in);
+        values.push_back(d);
       } else {
-        d = ir::decompose(b, id, {}, why);
+        // One value per result: a tuple-typed op's (residual norms, norm grads) gets read its
+        // parts.
+        values = ir::decompose_values(b, id, {}, why);
       }
-      if (!d.valid())
+      if (values.empty() || !values[0].valid())
         fail("vmap: " + ir::describe(g, id) + " sees a batched value and is batched through its " +
              "decomposition, which does not apply: " + why);
-      g.replace_all_uses(id, d);
+      ir::replace_by_values(g, id, values);
       changed = true;
     }
     if (!changed)

@@ -62,13 +62,17 @@ Values values_for(const Graph& g, std::int64_t int_bound) {
   return v;
 }
 
-/// Differentiates \p g (one scalar loss) with respect to every param, compiles the gradient graph
-/// for the CPU, runs it and compares every output with the reference interpreter.
-void expect_compiled_matches_reference(const Graph& gg, std::int64_t int_bound) {
+/// Compiles the gradient (or any) graph \p gg for the CPU, runs it and compares every output with
+/// the reference interpreter. Sets \p listing
+/// (when given) to the executable's kernel listing.
+void expect_compiled_matches_reference(const Graph& gg, std::int64_t int_bound,
+                                       std::string* listing = nullptr) {
   Values v = values_for(gg, int_bound);
   cpu::CpuBackend backend;
   compile::CompileResult r = compile::CompilePipeline(backend).run(gg);
   std::unique_ptr<compile::Executable> exe = backend.compile(r.lir);
+  if (listing != nullptr)
+    *listing = cpu::kernel_listing(*exe);
   for (const auto& [name, t] : v.inputs)
     exe->set_input(name, t);
   for (const auto& [name, t] : v.params)
@@ -89,9 +93,12 @@ void expect_compiled_matches_reference(const Graph& gg, std::int64_t int_bound) 
   }
 }
 
-void expect_cpu_matches_reference(const Graph& g, std::int64_t int_bound) {
+/// Differentiates \p g (one scalar loss) with respect to every param and checks the gradient
+/// graph on the CPU (expect_compiled_matches_reference).
+void expect_cpu_matches_reference(const Graph& g, std::int64_t int_bound,
+                                  std::string* listing = nullptr) {
   expect_compiled_matches_reference(autodiff::grad_with_loss(g, autodiff::float_params(g)),
-                                    int_bound);
+                                    int_bound, listing);
 }
 
 NodeId xent_head(Builder& b, NodeId x, std::int64_t tokens, std::int64_t hidden,
@@ -134,6 +141,26 @@ TEST(CpuGradient, BertMiniOneLayer) {
                    a);
   b.output(xent_head(b, x, B * S, H, classes));
   expect_cpu_matches_reference(g, classes);
+}
+
+TEST(CpuGradient, BackwardOpsRunAsTheirOwnKernels) {
+  // LayerNorm, RmsNorm, Softmax and LogSoftmax differentiate to one backward op each, which the
+  // CPU claims and runs natively (not legalised back to primitives), matching the reference.
+  Graph g("norms");
+  Builder b(g);
+  auto p = [&](const std::string& n, std::vector<std::int64_t> s) {
+    return b.param(n, Shape::of(s));
+  };
+  NodeId x = p("x", {4, 5, 24});
+  NodeId y = b.layer_norm(x, p("ln_norm_g", {24}), p("ln_b", {24}), 1e-5);
+  y = b.rms_norm(b.tanh(y), p("rms_norm_g", {24}), 1e-6);
+  y = b.softmax(b.log_softmax(y, 1), -1);
+  b.output(b.sum(b.mul(y, b.input("w", Shape::of({4, 5, 24}))), {}));
+  std::string listing;
+  expect_cpu_matches_reference(g, 1, &listing);
+  for (const char* op : {"layer_norm_grad [tbb]", "rms_norm_grad [tbb]", "softmax_grad [tbb]",
+                         "log_softmax_grad [tbb]"})
+    EXPECT_NE(listing.find(op), std::string::npos) << op << " missing:\n" << listing;
 }
 
 TEST(CpuGradient, LlamaBlockGqa) {

@@ -95,6 +95,53 @@ TEST(GradWithLoss, ForwardValuesAreReusedNotRecomputed) {
   EXPECT_EQ(count(gg, OpKind::MatMul), 3u);
 }
 
+TEST(GradWithLoss, NormsAndSoftmaxEmitTheirBackwardOps) {
+  // One backward op per norm / softmax (rlx-ir's "backward ops"), gradients read through gets,
+  // and none of the primitive chain they replace (no Rsqrt: the forward holds none either).
+  Graph g("norms");
+  Builder b(g);
+  const Shape s = Shape::of({2, 3, 8}, DType::f64);
+  const Shape v = Shape::of({8}, DType::f64);
+  NodeId x = b.param("x", s);
+  NodeId y = b.layer_norm(x, b.param("g1", v), b.param("b1", v));
+  y = b.rms_norm(y, b.param("g2", v));
+  y = b.softmax(b.log_softmax(y, 1), -1);
+  b.output(b.sum(b.mul(y, b.input("w", s)), {}));
+  Graph gg = autodiff::grad_with_loss(g, autodiff::float_params(g));
+  EXPECT_EQ(count(gg, OpKind::LayerNormGrad), 1u);
+  EXPECT_EQ(count(gg, OpKind::RmsNormGrad), 1u);
+  EXPECT_EQ(count(gg, OpKind::SoftmaxGrad), 1u);
+  EXPECT_EQ(count(gg, OpKind::LogSoftmaxGrad), 1u);
+  EXPECT_EQ(count(gg, OpKind::Rsqrt), 0u);
+  EXPECT_EQ(count(gg, OpKind::Get), 5u); // dx, dgamma, dbeta; dx, dgamma
+  // The gradients are the finite differences' (the op's decompositions through the reference).
+  TensorMap in{{"w", random(s, 3)}},
+      pa{{"x", random(s, 4)}, {"g1", random(v, 5)}, {"b1", random(v, 6)}, {"g2", random(v, 7)}};
+  const autodiff::testing::WeightedLoss l = autodiff::testing::weighted_sum_loss(g, 11);
+  const auto r = autodiff::testing::check_gradients(l, in, pa, autodiff::float_params(g));
+  EXPECT_LE(r.max_err, 1e-6) << r.worst;
+  EXPECT_GT(r.checked, 0);
+}
+
+TEST(GradWithLoss, WeightGradientOfABatchedMatMulIsOneGemmOverTheRows) {
+  // x [2, 3, 4] against a shared weight: dW contracts the batch with the rows (one MatMul of
+  // the flattened rows), not a batched product summed over the batch afterwards.
+  for (bool tb : {false, true}) {
+    Graph g("shared_weight");
+    Builder b(g);
+    NodeId x = b.input("x", Shape::of({2, 3, 4}, DType::f64));
+    NodeId w = b.param("w", tb ? Shape::of({5, 4}, DType::f64) : Shape::of({4, 5}, DType::f64));
+    b.output(b.sum(b.tanh(b.matmul(x, w, false, tb)), {}));
+    Graph gg = autodiff::grad_with_loss(g, {Wrt{"w", true}});
+    EXPECT_EQ(count(gg, OpKind::MatMul), 2u) << tb;
+    EXPECT_EQ(count(gg, OpKind::Reduce), 1u) << tb; // the loss's sum only
+    TensorMap in{{"x", random(g.shape(x), 8)}}, pa{{"w", random(g.shape(w), 9)}};
+    const autodiff::testing::WeightedLoss l = autodiff::testing::weighted_sum_loss(g, 11);
+    const auto r = autodiff::testing::check_gradients(l, in, pa, {Wrt{"w", true}});
+    EXPECT_LE(r.max_err, 1e-6) << tb << ": " << r.worst;
+  }
+}
+
 TEST(GradWithLoss, FanOutAccumulates) {
   // loss = sum(x * x + sin(x)) -> 2x + cos(x)
   Graph g;

@@ -54,27 +54,14 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
         why_not[i] = "no decomposition into other ops";
         continue;
       }
-      // One value per result: a tuple-typed op's parts form gives each part (its gets are
-      // replaced by them), any other op's form its one value.
-      std::vector<ir::NodeId> chosen;
+      std::vector<ir::NodeId> chosen; // one value, or one per part of a tuple-typed op
       int chosen_rank = 3; // 0 all emitted supported, 1 supported or decomposable, 2 applicable
       std::string why;
       for (const ir::Decomposition& form : fns) {
         const std::size_t mark = g.size();
         ir::Builder b(g);
         std::string reason;
-        std::vector<ir::NodeId> r;
-        try {
-          if (form.parts != nullptr && g.shape(id).is_tuple()) {
-            r = form.parts(b, id, opts.decompose, reason);
-          } else if (form.fn != nullptr && !g.shape(id).is_tuple()) {
-            const ir::NodeId v = form.fn(b, id, opts.decompose, reason);
-            if (v.valid())
-              r.push_back(v);
-          }
-        } catch (const ir::ShapeError& e) {
-          reason = e.what();
-        }
+        std::vector<ir::NodeId> r = ir::emit_decomposition(form, b, id, opts.decompose, reason);
         if (r.empty()) {
           why += (why.empty() ? "" : "; ") + reason;
           continue;
@@ -86,7 +73,7 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
             rank = std::max(rank, ir::has_decomposition(g.node(nj).op) ? 1 : 2);
         }
         if (rank < chosen_rank) {
-          chosen = r;
+          chosen = std::move(r);
           chosen_rank = rank;
         }
         if (rank == 0)
@@ -96,7 +83,7 @@ DispatchReport run(ir::Graph& g, const ir::ClaimSet& claims, std::string_view ba
         why_not[i] = "its decomposition does not apply: " + why;
         continue;
       }
-      ir::replace_tuple_uses(g, id, chosen);
+      ir::replace_by_values(g, id, chosen);
       ++rep.by_op[op].rewritten;
       changed = true;
     }

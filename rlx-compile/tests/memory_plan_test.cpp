@@ -665,3 +665,55 @@ TEST(MemoryPlanTuples, AnOutputPartPinsItsTupleAndUnreadTuplesGetNoStorage) {
 
 } // namespace
 } // namespace rlx::compile
+
+namespace rlx::compile {
+namespace {
+
+// A gradient graph's shape, hand-written: a forward chain saving its activations, the loss, then
+// the backward reading them in reverse order (tanh' = 1 - y^2 and sigmoid' = s (1 - s) from the
+// saved outputs). Each saved activation must stay live until its last backward reader and no
+// longer: its bytes are free for the backward's temporaries after that.
+TEST(MemoryPlanLiveness, SavedActivationsLiveUntilTheirLastBackwardUse) {
+  ir::Graph g("grad_shape");
+  ir::Builder b(g);
+  NodeId x = b.input("x", Shape::of({64, 64}));
+  NodeId h1 = b.tanh(x);     // saved: read by the last backward step
+  NodeId h2 = b.sigmoid(h1); // saved: read by the first backward step
+  NodeId h3 = b.exp(h2);     // saved: read by the first backward step
+  NodeId loss = b.sum(h3, {});
+  NodeId one = b.scalar(1.0, ir::DType::f32);
+  NodeId d_h2 = h3; // d loss / d h2 = exp(h2) = h3
+  NodeId d_h1 = b.mul(d_h2, b.mul(h2, b.sub(one, h2)));
+  NodeId t1 = b.exp(d_h1); // backward temporaries after h2 / h3 died
+  NodeId t2 = b.log(t1);
+  NodeId d_x = b.mul(t2, b.sub(one, b.mul(h1, h1)));
+  b.output(loss);
+  b.output(d_x);
+  const detail::Liveness lv = detail::analyze_liveness(g, g.ids());
+  auto last_reader = [&](NodeId v) {
+    std::int32_t last = -1;
+    for (NodeId u : g.users(v))
+      last = std::max(last, lv.pos[u.v]);
+    return last;
+  };
+  for (NodeId saved : {h1, h2, h3}) {
+    SCOPED_TRACE(ir::describe(g, saved));
+    EXPECT_EQ(lv.first[saved.v], lv.pos[saved.v]);
+    EXPECT_EQ(lv.last[saved.v], last_reader(saved)); // exactly the last backward use
+  }
+  EXPECT_LT(lv.last[h3.v], lv.pos[t1.v]); // h2 / h3 are dead before the late backward
+  EXPECT_GT(lv.last[h1.v], lv.pos[t2.v]); // h1 is live across it
+  const ir::MemoryPlan p = plan_memory(g);
+  expect_sound(g, p);
+  // The late backward temporaries reuse the bytes of the dead activations: the arena's shared
+  // part is smaller than all temporaries side by side.
+  std::int64_t temps = 0;
+  for (NodeId id : g.ids())
+    if (p.slot(id).storage == Storage::temp)
+      temps += align_up(p.slot(id).bytes, p.alignment);
+  EXPECT_LT(p.arena_size - p.pinned_bytes, temps);
+  EXPECT_EQ(p.slot(h1).storage, Storage::temp);
+}
+
+} // namespace
+} // namespace rlx::compile

@@ -95,26 +95,52 @@ TestBackend subset_backend() {
 TEST(Pipeline, StageOrder) {
   TestBackend full;
   CompilePipeline pipe(full);
-  EXPECT_EQ(pipe.pass_names(),
-            (std::vector<std::string>{
-                "lower-hir", "const-fold", "simplify", "cse", "fuse-gelu-spelling",
-                "fuse-layer-norm-spelling", "fuse-rms-norm-spelling", "fuse-rope-spelling",
-                "fuse-swiglu-matmul", "fuse-shared-input-matmul", "fuse-swiglu", "fuse-attention",
-                "fuse-matmul-bias-act", "fuse-residual-layer-norm", "fuse-residual-rms-norm",
-                "mark-elementwise-regions", "bind-symbols", "legalize",
-                "dce", "memory-plan"}));
+  EXPECT_EQ(pipe.pass_names(), (std::vector<std::string>{"lower-hir",
+                                                         "const-fold",
+                                                         "simplify",
+                                                         "cse",
+                                                         "fuse-gelu-spelling",
+                                                         "fuse-layer-norm-spelling",
+                                                         "fuse-rms-norm-spelling",
+                                                         "fuse-rope-spelling",
+                                                         "fuse-swiglu-matmul",
+                                                         "fuse-shared-input-matmul",
+                                                         "fuse-swiglu",
+                                                         "fuse-attention",
+                                                         "fuse-matmul-bias-act",
+                                                         "fuse-residual-layer-norm",
+                                                         "fuse-residual-rms-norm",
+                                                         "mark-elementwise-regions",
+                                                         "bind-symbols",
+                                                         "legalize",
+                                                         "dce",
+                                                         "memory-plan"}));
   CompileOptions o;
   o.fold_constants = false;
   o.specialize_params["w"] = ir::Tensor::scalar<float>(1);
   TestBackend explicit_bc("explicit", testing::claim_everything(), fusion::BroadcastPolicy::none);
   EXPECT_EQ(CompilePipeline(explicit_bc, o).pass_names(),
-            (std::vector<std::string>{
-                "lower-hir", "specialize-params", "simplify", "cse", "fuse-gelu-spelling",
-                "fuse-layer-norm-spelling", "fuse-rms-norm-spelling", "fuse-rope-spelling",
-                "fuse-swiglu-matmul", "fuse-shared-input-matmul", "fuse-swiglu", "fuse-attention",
-                "fuse-matmul-bias-act", "fuse-residual-layer-norm", "fuse-residual-rms-norm",
-                "mark-elementwise-regions", "bind-symbols", "legalize",
-                "legalize-broadcast", "dce", "memory-plan"}));
+            (std::vector<std::string>{"lower-hir",
+                                      "specialize-params",
+                                      "simplify",
+                                      "cse",
+                                      "fuse-gelu-spelling",
+                                      "fuse-layer-norm-spelling",
+                                      "fuse-rms-norm-spelling",
+                                      "fuse-rope-spelling",
+                                      "fuse-swiglu-matmul",
+                                      "fuse-shared-input-matmul",
+                                      "fuse-swiglu",
+                                      "fuse-attention",
+                                      "fuse-matmul-bias-act",
+                                      "fuse-residual-layer-norm",
+                                      "fuse-residual-rms-norm",
+                                      "mark-elementwise-regions",
+                                      "bind-symbols",
+                                      "legalize",
+                                      "legalize-broadcast",
+                                      "dce",
+                                      "memory-plan"}));
   // No fusion, or one pass turned off; the subset backend claims no fused op.
   CompileOptions nf;
   nf.fuse = false;

@@ -67,6 +67,9 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
   // Residual + norm (kernels/residual_norm.cpp): the sum and the normalised sum in one row pass.
   c.claim(K::ResidualLayerNorm, kFloats);
   c.claim(K::ResidualRmsNorm, kFloats);
+  // Backward ops (kernels/norm_grad.cpp).
+  for (K k : {K::LayerNormGrad, K::RmsNormGrad, K::SoftmaxGrad, K::LogSoftmaxGrad})
+    c.claim(k, kFloats);
   c.claim(K::Attention, {DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
   // int8 quantization: float in, i8 out (Quantize); i8 in, f32 out (Dequantize).
   c.claim(K::Quantize, {DType::f32, DType::f64, DType::i8});

@@ -1,7 +1,9 @@
-// gemm_choice.cpp: `--gemm auto`: every f32 product shape timed once per process on oneDNN and
-// OpenBLAS (with its epilogue), on buffers of the real shape with the weights packed as the kernel
-// reads them, each in a block after its own warm-up, median; the fastest is cached by shape,
-// transposes, epilogue, packable weights, threads and ISA.
+// gemm_choice.cpp: `--gemm auto`: every f32 product shape timed once on oneDNN and OpenBLAS (with
+// its epilogue), on buffers of the real shape with the weights packed as the kernel reads them,
+// each in a block after its own warm-up, median; the fastest is cached by shape, transposes,
+// epilogue, packable weights, threads and ISA, in the process and in a record file that later
+// processes read (so every process on a machine makes the same choice: a resumed training run
+// computes bit-identically to an uninterrupted one).
 #include "gemm_choice.hpp"
 
 #include "onednn.hpp"
@@ -11,12 +13,19 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <tbb/task_arena.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <vector>
 
 namespace rlx::cpu {
@@ -182,6 +191,75 @@ Cache& cache() {
   return c;
 }
 
+/// The record file, open and locked (flock, exclusive) for its lifetime, so that two processes
+/// never time the same shape at once and both choices land in it. A file that cannot be opened
+/// leaves the record off (the choice is still made and kept in the process).
+class RecordFile {
+public:
+  explicit RecordFile(const std::string& path) {
+    if (path.empty())
+      return;
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  RecordFile(const RecordFile&) = delete;
+  RecordFile& operator=(const RecordFile&) = delete;
+  ~RecordFile() {
+    if (fd_ >= 0)
+      ::close(fd_); // releases the lock
+  }
+
+  /// The first well-formed record of \p key ("key \t onednn|openblas \t ms \t ms"); malformed
+  /// lines (a torn write, an edited file) are skipped.
+  std::optional<GemmChoice> find(const std::string& key) const {
+    if (fd_ < 0)
+      return std::nullopt;
+    std::string text;
+    char buf[8192];
+    for (off_t at = 0;;) {
+      const ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+      if (n <= 0)
+        break;
+      text.append(buf, static_cast<std::size_t>(n));
+      at += n;
+    }
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream f(line);
+      std::string k, impl;
+      GemmChoice c;
+      if (!std::getline(f, k, '\t') || k != key || !std::getline(f, impl, '\t') ||
+          !(f >> c.onednn_ms >> c.openblas_ms) || (impl != "onednn" && impl != "openblas"))
+        continue;
+      c.impl = impl == "onednn" ? GemmImpl::onednn : GemmImpl::openblas;
+      c.measured = true;
+      c.recorded = true;
+      return c;
+    }
+    return std::nullopt;
+  }
+
+  /// Appends the record of \p key (one write: O_APPEND keeps lines whole).
+  void add(const std::string& key, const GemmChoice& c) const {
+    if (fd_ < 0)
+      return;
+    char tail[96];
+    std::snprintf(tail, sizeof tail, "\t%s\t%.6f\t%.6f\n",
+                  c.impl == GemmImpl::onednn ? "onednn" : "openblas", c.onednn_ms, c.openblas_ms);
+    const std::string line = key + tail;
+    [[maybe_unused]] const ssize_t w = ::write(fd_, line.data(), line.size());
+  }
+
+private:
+  int fd_ = -1;
+};
+
 } // namespace
 
 std::string GemmChoice::note() const {
@@ -191,10 +269,26 @@ std::string GemmChoice::note() const {
                                       : "auto: onednn, not measured (little work)";
   char buf[96];
   const bool dnn = impl == GemmImpl::onednn;
-  std::snprintf(buf, sizeof buf, "auto: %s %.3f ms < %s %.3f ms", dnn ? "onednn" : "openblas",
+  std::snprintf(buf, sizeof buf, "auto: %s %.3f ms < %s %.3f ms%s", dnn ? "onednn" : "openblas",
                 dnn ? onednn_ms : openblas_ms, dnn ? "openblas" : "onednn",
-                dnn ? openblas_ms : onednn_ms);
+                dnn ? openblas_ms : onednn_ms, recorded ? ", recorded" : "");
   return buf;
+}
+
+std::string gemm_record_path() {
+  if (const char* p = std::getenv("RLX_GEMM_CHOICES"); p != nullptr)
+    return std::string(p) == "off" ? std::string() : std::string(p);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0')
+    return std::string(x) + "/rlx/gemm-choices.tsv";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
+    return std::string(h) + "/.cache/rlx/gemm-choices.tsv";
+  return {};
+}
+
+void forget_gemm_choices() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  c.choices.clear();
 }
 
 GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_work) {
@@ -209,9 +303,19 @@ GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_w
   const std::int64_t work =
       numel(spec.out_sizes) *
       (spec.transpose_a ? spec.a_sizes[spec.a_sizes.size() - 2] : spec.a_sizes.back());
-  if (work < min_work || c.stats.spent_ms >= kGemmMeasureBudgetMs) {
+  if (work < min_work) {
     GemmChoice fixed; // oneDNN, not remembered
-    fixed.over_budget = work >= min_work;
+    return fixed;
+  }
+  const RecordFile record(gemm_record_path());
+  if (std::optional<GemmChoice> r = record.find(key)) {
+    ++c.stats.recorded;
+    c.choices.emplace(key, *r);
+    return *r;
+  }
+  if (c.stats.spent_ms >= kGemmMeasureBudgetMs) {
+    GemmChoice fixed; // oneDNN, not remembered
+    fixed.over_budget = true;
     return fixed;
   }
   auto t0 = std::chrono::steady_clock::now();
@@ -220,6 +324,7 @@ GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_w
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++c.stats.measured;
   c.choices.emplace(key, choice);
+  record.add(key, choice);
   return choice;
 }
 

@@ -1,7 +1,8 @@
 // gemm_choice.hpp (private): the per-shape GEMM provider choice of `--gemm auto`
-// (GemmProvider::automatic). Each f32 product shape is timed once per process on every candidate
-// provider, on buffers of the real shape with the weights in the layout the kernel would read
-// (oneDNN's packed copy), and the fastest is remembered.
+// (GemmProvider::automatic). Each f32 product shape is timed once on every candidate provider, on
+// buffers of the real shape with the weights in the layout the kernel would read (oneDNN's packed
+// copy), and the fastest is remembered: in the process, and in a record file shared by every
+// process of the machine (gemm_record_path), so they all choose alike.
 #pragma once
 
 #include "matmul.hpp"
@@ -18,6 +19,9 @@ struct GemmChoice {
   bool measured = false;
   /// Not timed because the process's measuring budget was spent (else: under the threshold).
   bool over_budget = false;
+  /// Read from the record file (timed by an earlier process, or by this one before
+  /// forget_gemm_choices).
+  bool recorded = false;
   /// Median milliseconds per call of each candidate (0 when not measured).
   double onednn_ms = 0, openblas_ms = 0;
   /// "auto: onednn 0.41 ms < openblas 0.55 ms" or why it was not measured (for the listing).
@@ -29,15 +33,25 @@ struct GemmChoice {
 inline constexpr double kGemmMeasureBudgetMs = 1500;
 
 /// The provider for the f32 product \p spec on \p threads threads: the cached decision for its
-/// key (shapes, transposes, bias, activation, packable weights, threads, ISA), else measured now
-/// and remembered for the rest of the process. Products under \p min_work multiply-adds are not
-/// measured. Thread-safe (measurements are serialised).
+/// key (shapes, transposes, bias, activation, packable weights, threads, ISA), else the record
+/// file's, else measured now (under the file's lock, so two processes never time one shape
+/// twice) and remembered in the process and the file. Products under \p min_work multiply-adds
+/// are not measured. Thread-safe (measurements are serialised).
 GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_work);
+
+/// The record file of measured choices: `$RLX_GEMM_CHOICES` (the value `off` turns the record
+/// off), else `$XDG_CACHE_HOME/rlx/gemm-choices.tsv`, else `~/.cache/rlx/gemm-choices.tsv`; empty
+/// when off. One line per choice: key, provider, both medians (ms). Malformed lines are skipped.
+std::string gemm_record_path();
+
+/// Forgets this process's remembered choices (tests: the next lookups read the record file).
+void forget_gemm_choices();
 
 /// Statistics of this process's measured choices (for tests and `rlx bench`).
 struct GemmChoiceStats {
   std::int64_t measured = 0; ///< shapes timed
   std::int64_t lookups = 0;  ///< decisions asked for (measured + cache hits + unmeasured)
+  std::int64_t recorded = 0; ///< choices read from the record file
   double spent_ms = 0;       ///< wall time spent timing
 };
 /// The statistics so far.

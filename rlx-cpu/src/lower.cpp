@@ -153,6 +153,14 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return residual_layer_norm_impls();
   case K::ResidualRmsNorm:
     return residual_rms_norm_impls();
+  case K::LayerNormGrad:
+    return layer_norm_grad_impls();
+  case K::RmsNormGrad:
+    return rms_norm_grad_impls();
+  case K::SoftmaxGrad:
+    return softmax_grad_impls();
+  case K::LogSoftmaxGrad:
+    return log_softmax_grad_impls();
   }
   return {};
 }

@@ -128,5 +128,9 @@ std::span<const KernelImpl> get_impls();           // tuple.cpp
 std::span<const KernelImpl> region_impls();        ///< region.cpp: the generated elementwise loop
 std::span<const KernelImpl> residual_layer_norm_impls(); // residual_norm.cpp
 std::span<const KernelImpl> residual_rms_norm_impls();   // residual_norm.cpp
+std::span<const KernelImpl> layer_norm_grad_impls();     // norm_grad.cpp: backward ops
+std::span<const KernelImpl> rms_norm_grad_impls();       // norm_grad.cpp
+std::span<const KernelImpl> softmax_grad_impls();        // norm_grad.cpp
+std::span<const KernelImpl> log_softmax_grad_impls();    // norm_grad.cpp
 
 } // namespace rlx::cpu

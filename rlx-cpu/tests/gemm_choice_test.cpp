@@ -1,6 +1,7 @@
 // gemm_choice_test.cpp: `--gemm auto` (GemmProvider::automatic): every product shape is timed once
-// per process and the choice is remembered; a forced provider is honoured; whatever is chosen
-// matches the reference interpreter; the listing says which provider each GEMM got and why.
+// and the choice is remembered, in the process and in the record file later processes read; a
+// forced provider is honoured; whatever is chosen matches the reference interpreter; the listing
+// says which provider each GEMM got and why.
 #include "gemm_choice.hpp"
 
 #include "rlx/compile/pipeline.hpp"
@@ -11,7 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <unistd.h>
 
 namespace {
 
@@ -87,7 +92,13 @@ int count(const std::string& text, const std::string& what) {
   return n;
 }
 
+/// Turns the record file off: these tests count this process's measurements.
+void record_off() {
+  ::setenv("RLX_GEMM_CHOICES", "off", 1);
+}
+
 TEST(GemmChoice, ForcedProvidersAreHonouredAndMeasureNothing) {
+  record_off();
   const Graph g = three_products(40, 72, 56);
   const auto before = cpu::gemm_choice_stats();
   for (auto p : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas}) {
@@ -105,6 +116,7 @@ TEST(GemmChoice, ForcedProvidersAreHonouredAndMeasureNothing) {
 }
 
 TEST(GemmChoice, AutoMeasuresEachShapeOnceAndMatchesTheReference) {
+  record_off();
   const Graph g = three_products(48, 80, 64); // shapes no other test uses
   const cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::automatic, 2, false, 0});
   const auto before = cpu::gemm_choice_stats();
@@ -132,6 +144,7 @@ TEST(GemmChoice, AutoMeasuresEachShapeOnceAndMatchesTheReference) {
 }
 
 TEST(GemmChoice, SmallProductsAreNotMeasured) {
+  record_off();
   const Graph g = three_products(8, 16, 8);
   const cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::automatic, 2});
   const auto before = cpu::gemm_choice_stats();
@@ -143,6 +156,7 @@ TEST(GemmChoice, SmallProductsAreNotMeasured) {
 }
 
 TEST(GemmChoice, MeasuresBothCandidatesOnTheRealShape) {
+  record_off();
   cpu::MatMulSpec s;
   s.a_sizes = {64, 96};
   s.b_sizes = {136, 96};
@@ -159,6 +173,45 @@ TEST(GemmChoice, MeasuresBothCandidatesOnTheRealShape) {
   EXPECT_NE(c.note().find("auto: "), std::string::npos);
   s.dtype = ir::DType::f64;
   EXPECT_THROW(cpu::measured_gemm(s, 2, 0), Error);
+}
+
+TEST(GemmChoice, TheRecordFileMakesLaterProcessesChooseAlike) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("rlx_gemm_record_" + std::to_string(::getpid()));
+  const fs::path file = dir / "sub" / "gemm-choices.tsv"; // the folder is created
+  fs::remove_all(dir);
+  ::setenv("RLX_GEMM_CHOICES", file.c_str(), 1);
+  EXPECT_EQ(cpu::gemm_record_path(), file.string());
+  const Graph g = three_products(56, 88, 72); // shapes no other test uses
+  const cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::automatic, 2, false, 0});
+  const auto before = cpu::gemm_choice_stats();
+  Outcome first = run(g, backend);
+  EXPECT_EQ(cpu::gemm_choice_stats().measured - before.measured, 3);
+  // Three lines, one per shape; a malformed line (a torn write, an edit) is skipped.
+  {
+    std::ifstream in(file);
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line))
+      ++lines;
+    EXPECT_EQ(lines, 3);
+    std::ofstream(file, std::ios::app) << "garbage\tmkl\tx\n\t\t\n";
+  }
+  // A process that never timed these shapes (its memory forgotten) reads the same choices.
+  cpu::forget_gemm_choices();
+  const auto mid = cpu::gemm_choice_stats();
+  Outcome second = run(g, backend);
+  EXPECT_LE(second.err, 1e-5) << second.listing;
+  EXPECT_EQ(cpu::gemm_choice_stats().measured, mid.measured);
+  EXPECT_EQ(cpu::gemm_choice_stats().recorded - mid.recorded, 3);
+  EXPECT_EQ(count(second.listing, ", recorded)"), 3) << second.listing;
+  // The same providers as the first run, by listing label.
+  for (const char* p : {"[onednn]", "[openblas]"})
+    EXPECT_EQ(count(second.listing, p), count(first.listing, p)) << first.listing << second.listing;
+  fs::remove_all(dir);
+  record_off();
+  EXPECT_EQ(cpu::gemm_record_path(), "");
 }
 
 TEST(GemmChoice, ProviderNamesAndBadOptions) {

@@ -26,11 +26,10 @@ public:
           continue;
         ir::Builder b(g);
         std::string why;
-        // One value per result: a tuple-typed fused op's gets read its decomposition's parts.
-        const std::vector<ir::NodeId> r = ir::decompose_parts(b, id, ctx.options.decompose, why);
+        const std::vector<ir::NodeId> r = ir::decompose_values(b, id, ctx.options.decompose, why);
         if (r.empty())
           throw Error("unfuse: cannot expand " + ir::describe(g, id) + ": " + why);
-        ir::replace_tuple_uses(g, id, r);
+        ir::replace_by_values(g, id, r); // a tuple's gets read the parts
         any = true;
       }
       if (!any)

@@ -63,5 +63,9 @@ Shape swiglu_matmul(In, const NoAttrs&);
 // fused ops: residual + norm (shape_rules_fused_norm.cpp)
 Shape residual_layer_norm(In, const NormAttrs&);
 Shape residual_rms_norm(In, const NormAttrs&);
+// backward ops (shape_rules_backward.cpp)
+Shape layer_norm_grad(In, const NormAttrs&);
+Shape rms_norm_grad(In, const NormAttrs&);
+Shape softmax_grad(In, const AxisAttrs&);
 
 } // namespace rlx::ir::rules

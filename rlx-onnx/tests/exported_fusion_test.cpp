@@ -61,7 +61,10 @@ TEST(ExportedFusion, BertLayerReachesTheBuilderKernels) {
       f.applied.count("shared_input_matmul_bias") ? f.applied.at("shared_input_matmul_bias") : 0, 3)
       << f.report;
   EXPECT_EQ(f.kernels[ir::OpKind::Attention], 1) << f.report;
-  EXPECT_EQ(f.kernels[ir::OpKind::LayerNorm], 2) << f.report; // opset 14: spelled in primitives
+  // Opset 14: LayerNorm spelled in primitives; both follow a residual Add (post-norm), so each
+  // becomes one residual + norm kernel.
+  EXPECT_EQ(f.kernels[ir::OpKind::ResidualLayerNorm], 2) << f.report;
+  EXPECT_EQ(f.kernels[ir::OpKind::LayerNorm], 0) << f.report;
   // The packed QKV, the output projection, fc1 + GELU, fc2: every product with its bias.
   EXPECT_EQ(f.kernels[ir::OpKind::MatMulBiasAct], 4) << f.report;
   EXPECT_EQ(f.kernels[ir::OpKind::MatMul], 0) << f.report;
@@ -72,7 +75,10 @@ TEST(ExportedFusion, BertLayerReachesTheBuilderKernels) {
 
 TEST(ExportedFusion, LlamaBlockReachesTheBuilderKernels) {
   Fused f = compile_and_check("llama_block");
-  EXPECT_EQ(f.kernels[ir::OpKind::RmsNorm], 2) << f.report;
+  // Pre-norm: the first RMSNorm reads the block input, the second the attention residual (one
+  // residual + norm kernel whose sum is also the next residual).
+  EXPECT_EQ(f.kernels[ir::OpKind::RmsNorm], 1) << f.report;
+  EXPECT_EQ(f.kernels[ir::OpKind::ResidualRmsNorm], 1) << f.report;
   EXPECT_EQ(f.kernels[ir::OpKind::Attention], 1) << f.report;
   // RoPE of Q and K from the constant cos / sin tables, moved behind the head Transposes, which
   // the bshd attention then drops.

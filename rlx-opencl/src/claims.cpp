@@ -37,6 +37,14 @@ constexpr std::array kUnclaimed = {
                                       "not run for OpenCL, and legalisation decomposes it"},
     UnclaimedOp{K::ResidualRmsNorm, "fused op without an OpenCL kernel yet: the fusion pass does "
                                     "not run for OpenCL, and legalisation decomposes it"},
+    UnclaimedOp{K::LayerNormGrad, "backward op without an OpenCL kernel yet: legalisation "
+                                  "decomposes it into primitives"},
+    UnclaimedOp{K::RmsNormGrad, "backward op without an OpenCL kernel yet: legalisation "
+                                "decomposes it into primitives"},
+    UnclaimedOp{K::SoftmaxGrad, "backward op without an OpenCL kernel yet: legalisation "
+                                "decomposes it into primitives"},
+    UnclaimedOp{K::LogSoftmaxGrad, "backward op without an OpenCL kernel yet: legalisation "
+                                   "decomposes it into primitives"},
 };
 
 ir::ClaimSet build_claims() {

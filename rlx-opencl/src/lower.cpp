@@ -814,6 +814,10 @@ void Lowerer::lower(ir::NodeId id) {
   case K::LlamaBlock:
   case K::ResidualLayerNorm:
   case K::ResidualRmsNorm:
+  case K::LayerNormGrad:
+  case K::RmsNormGrad:
+  case K::SoftmaxGrad:
+  case K::LogSoftmaxGrad:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -278,6 +278,7 @@ void matmul_cases(Table& t) {
       {"batched_ta_tb", {3, 5, 4}, {3, 6, 5}, true, true},
       {"large_k", {16, 48}, {48, 24}, false, false},
       {"single_row_tb", {1, 5}, {9, 5}, false, true},
+      {"shared_weight_rank4", {2, 3, 7, 5}, {5, 9}, false, false},
   };
   for (const M& m : cases) {
     std::int64_t k = m.ta ? m.a[m.a.size() - 2] : m.a.back();
@@ -438,6 +439,14 @@ void reduce_cases(Table& t) {
   t.add("reduce_sum_rows_large_f32", K::Reduce, {in("x", {512, 384})},
         ir::ReduceAttrs{ir::ReduceOp::sum, {-1}, false},
         Tolerance{384 * 0x1p-52 * 384, 2 * 0x1p-24, "accumulated in double: one final rounding"});
+  // Sums over a leading run of axes (bias gradients): several column blocks and a tail.
+  for (DType d : {DType::f32, DType::f64})
+    for (ir::ReduceOp op : {ir::ReduceOp::sum, ir::ReduceOp::mean})
+      t.add(std::string("reduce_") + (op == ir::ReduceOp::sum ? "sum" : "mean") +
+                "_leading_large_" + dn(d),
+            K::Reduce, {in("x", {8, 64, 1000}, d)}, ir::ReduceAttrs{op, {0, 1}, false},
+            Tolerance{512 * 0x1p-52 * 512, 2 * unit(d),
+                      "accumulated in double on both sides: one final rounding"});
   // Softmax / LogSoftmax over several axes.
   struct S {
     const char* name;
@@ -1045,6 +1054,68 @@ void fused_norm_cases(Table& t) {
         }
 }
 
+// ---- backward ops
+// --------------------------------------------------------------------------------
+void backward_cases(Table& t) {
+  // The norms' grads: every part of the tuple, flattened and joined (dx, dgamma[, dbeta]), so a
+  // part written at the wrong offset or summed over the wrong rows shows. dx: row sums of n terms
+  // (the statistics, sum(g), sum(g xh)), |dx| <= ~16; dgamma / dbeta: sums over the rows.
+  auto norm_grad = [](K op) {
+    return [op](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+      ir::Builder b(g);
+      const double eps = op == K::LayerNormGrad ? 1e-5 : 1e-6;
+      const ir::NodeId grads = b.op(op, {in_[0], in_[1], in_[2]}, ir::NormAttrs{eps});
+      const ir::Shape& x = b.shape(in_[0]);
+      std::vector<ir::NodeId> flat{b.reshape(b.get(grads, 0), {ir::Dim(x.numel())}),
+                                   b.get(grads, 1)};
+      if (op == K::LayerNormGrad)
+        flat.push_back(b.get(grads, 2));
+      return b.concat(flat, 0);
+    };
+  };
+  struct NormCase {
+    Sizes x;
+    const char* name;
+  };
+  for (DType d : {DType::f32, DType::f64})
+    for (const NormCase& c : {NormCase{{5, 33}, "5x33"}, NormCase{{400, 768}, "400x768"},
+                              NormCase{{2, 3, 16}, "2x3x16"}}) {
+      const std::int64_t n = c.x.back();
+      std::int64_t rows = 1;
+      for (std::size_t i = 0; i + 1 < c.x.size(); ++i)
+        rows *= c.x[i];
+      const double terms = static_cast<double>(n + rows + 16);
+      Tolerance tol{terms * unit(d) * 64, terms * unit(d),
+                    "row sums of n terms (|dx| <= ~16) and column sums over the rows (|dgamma| "
+                    "<= ~3 per row): (n + rows)·u relative, scaled by the magnitudes"};
+      for (K op : {K::LayerNormGrad, K::RmsNormGrad})
+        t.add_built(on(op) + "_" + c.name + "_" + dn(d), op,
+                    {in("x", c.x, d, -2, 2), in("gamma", {n}, d), in("dy", c.x, d)}, tol,
+                    norm_grad(op));
+    }
+  // Softmax / log-softmax grads along the last axis (contiguous rows, one large case for several
+  // tasks) and a middle axis (strided lanes). y as a softmax (log-softmax) output would have it.
+  struct SmCase {
+    Sizes x;
+    std::int64_t axis;
+    const char* name;
+  };
+  for (DType d : {DType::f32, DType::f64})
+    for (const SmCase& c : {SmCase{{6, 17}, -1, "last"}, SmCase{{512, 128}, -1, "last_large"},
+                            SmCase{{3, 7, 5}, 1, "middle"}}) {
+      const double n = static_cast<double>(c.x[static_cast<std::size_t>(
+          c.axis < 0 ? static_cast<std::int64_t>(c.x.size()) + c.axis : c.axis)]);
+      t.add(on(K::SoftmaxGrad) + "_" + c.name + "_" + dn(d), K::SoftmaxGrad,
+            {in("y", c.x, d, 0, 1), in("dy", c.x, d)}, ir::AxisAttrs{c.axis},
+            Tolerance{(n + 4) * unit(d) * 4, (n + 4) * unit(d),
+                      "an n-term sum of y dy (|y dy| <= 1), one difference and one product"});
+      t.add(on(K::LogSoftmaxGrad) + "_" + c.name + "_" + dn(d), K::LogSoftmaxGrad,
+            {in("y", c.x, d, -4, 0), in("dy", c.x, d)}, ir::AxisAttrs{c.axis},
+            Tolerance{(n + 20) * unit(d) * 4, (n + 20) * unit(d),
+                      "an n-term sum of dy, exp within 16 ulp (|exp(y)| <= 1), one product"});
+    }
+}
+
 std::vector<OpCase> build_table() {
   Table t;
   unary_cases(t);
@@ -1063,6 +1134,7 @@ std::vector<OpCase> build_table() {
   fused_transformer_cases(t);
   region_cases(t);
   fused_norm_cases(t);
+  backward_cases(t);
   return t.take();
 }
 

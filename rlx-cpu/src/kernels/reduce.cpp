@@ -1,8 +1,9 @@
 // reduce.cpp: Reduce (sum / mean / max / min / prod over any axes) and ArgMax.
 //
 // Floats accumulate in double and integers in wrapping int64, so a sum is rounded once, as the
-// reference does. Reductions over a contiguous suffix of axes run rows in parallel; any other axis
-// set walks the input once and accumulates into a planned scratch buffer.
+// reference does. Reductions over a contiguous suffix of axes run rows in parallel; a float sum
+// over a leading run of axes (bias gradients: [R, K] -> [K]) runs column blocks in parallel; any
+// other axis set walks the input once and accumulates into a planned scratch buffer.
 #include "../dtypes.hpp"
 #include "../lower.hpp"
 #include "rlx/ir/error.hpp"
@@ -144,6 +145,12 @@ public:
       });
       return;
     }
+    if (prefix_sum()) { // [R, K] summed over R (bias gradients): column blocks in parallel
+      const std::int64_t rows = p_.dims[0], cols = p_.dims[1];
+      parallel_for(ctx, cols, std::max<std::int64_t>(kColumnBlock, grain_for(rows)),
+                   [&](std::int64_t b, std::int64_t e) { sum_columns(rows, cols, b, e); });
+      return;
+    }
     // General axis sets: one pass over the input in order, accumulating per output element.
     for (std::int64_t i = 0; i < out_n_; ++i)
       scratch_[i] = acc_.init();
@@ -153,6 +160,34 @@ public:
   }
 
 private:
+  /// Columns summed per block of a prefix sum: the block's accumulators stay in L1.
+  static constexpr std::int64_t kColumnBlock = 256;
+
+  /// A float sum / mean over a leading run of axes with a kept trailing run ([R, K] -> [K]).
+  bool prefix_sum() const {
+    return std::is_floating_point_v<A> && p_.dims.size() == 2 && p_.reduced[0] && !p_.reduced[1] &&
+           (acc_.op == ir::ReduceOp::sum || acc_.op == ir::ReduceOp::mean);
+  }
+
+  /// Columns [b, e) of a prefix sum, block by block, each column accumulated in row order (the
+  /// order of the general walk, so the result is the same to the bit) into the scratch slots.
+  void sum_columns(std::int64_t rows, std::int64_t cols, std::int64_t b, std::int64_t e) {
+    for (std::int64_t c0 = b; c0 < e; c0 += kColumnBlock) {
+      const std::int64_t c1 = std::min(e, c0 + kColumnBlock);
+      A* acc = scratch_ + c0;
+      for (std::int64_t c = c0; c < c1; ++c)
+        acc[c - c0] = A{0};
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* x = x_ + r * cols;
+#pragma omp simd
+        for (std::int64_t c = c0; c < c1; ++c)
+          acc[c - c0] += static_cast<A>(to_compute<T>(x[c]));
+      }
+      for (std::int64_t c = c0; c < c1; ++c)
+        y_[c] = finish(acc[c - c0]);
+    }
+  }
+
   /// Recursive row-major walk over the collapsed dims (depth ≤ rank, no allocation).
   void walk(std::size_t d, std::int64_t in_off, std::int64_t out_off) {
     if (d + 1 == p_.dims.size()) {

@@ -49,5 +49,6 @@ void add_fused_decompositions(DecompositionTable& t);             // the fused o
 void add_fused_transformer_decompositions(DecompositionTable& t); // fused ops: transformer
 void add_region_decompositions(DecompositionTable& t);            ///< fused ops: regions
 void add_fused_norm_decompositions(DecompositionTable& t);        ///< fused ops: residual + norm
+void add_backward_decompositions(DecompositionTable& t);          ///< backward ops
 
 } // namespace rlx::ir::decompose_detail

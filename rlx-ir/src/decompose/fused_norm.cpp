@@ -1,6 +1,6 @@
 // fused_norm.cpp: decompositions of the residual + norm fused ops (ResidualLayerNorm,
 // ResidualRmsNorm) into Add and the norm: what unfuse, autodiff and legalisation emit. Their
-// results are tuples, so the forms are parts forms (decompose_parts, replace_tuple_uses).
+// results are tuples, so the forms are parts forms (decompose_values, replace_by_values).
 #include "families.hpp"
 
 namespace rlx::ir::decompose_detail {

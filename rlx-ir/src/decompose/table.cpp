@@ -44,6 +44,7 @@ DecompositionTable make_table() {
   add_fused_decompositions(t);
   add_fused_transformer_decompositions(t);
   add_region_decompositions(t);
+  add_backward_decompositions(t);
   add_fused_norm_decompositions(t);
   return t;
 }
@@ -68,29 +69,32 @@ bool has_decomposition(OpKind k) {
   return !decompositions(k).empty();
 }
 
-NodeId decompose(Builder& b, NodeId id, const DecomposeOptions& opts, std::string& why) {
-  const OpKind k = b.graph().node(id).op;
-  const auto forms = decompositions(k);
+std::vector<NodeId> emit_decomposition(const Decomposition& form, Builder& b, NodeId id,
+                                       const DecomposeOptions& opts, std::string& why) {
+  try {
+    if (form.parts != nullptr)
+      return form.parts(b, id, opts, why);
+    const NodeId r = form.fn(b, id, opts, why);
+    if (r.valid())
+      return {r};
+  } catch (const ShapeError& e) {
+    why = e.what();
+  }
+  return {};
+}
+
+std::vector<NodeId> decompose_values(Builder& b, NodeId id, const DecomposeOptions& opts,
+                                     std::string& why) {
+  const auto forms = decompositions(b.graph().node(id).op);
   if (forms.empty()) {
     why = "no decomposition into other ops";
-    return {};
-  }
-  if (b.graph().shape(id).is_tuple()) {
-    why = std::string(op_name(k)) + " has a tuple result: expand it with decompose_parts";
     return {};
   }
   std::string reasons;
   for (const Decomposition& d : forms) {
     std::string reason;
-    NodeId r;
-    if (d.fn == nullptr)
-      continue;
-    try {
-      r = d.fn(b, id, opts, reason);
-    } catch (const ShapeError& e) {
-      reason = e.what();
-    }
-    if (r.valid())
+    std::vector<NodeId> r = emit_decomposition(d, b, id, opts, reason);
+    if (!r.empty())
       return r;
     reasons += (reasons.empty() ? "" : "; ") + reason;
   }
@@ -98,56 +102,49 @@ NodeId decompose(Builder& b, NodeId id, const DecomposeOptions& opts, std::strin
   return {};
 }
 
-std::vector<NodeId> decompose_parts(Builder& b, NodeId id, const DecomposeOptions& opts,
-                                    std::string& why) {
-  if (!b.graph().shape(id).is_tuple()) {
-    const NodeId r = decompose(b, id, opts, why);
-    return r.valid() ? std::vector<NodeId>{r} : std::vector<NodeId>{};
-  }
-  const OpKind k = b.graph().node(id).op;
-  std::string reasons;
-  for (const Decomposition& d : decompositions(k)) {
-    if (d.parts == nullptr)
-      continue;
-    std::string reason;
-    std::vector<NodeId> r;
-    try {
-      r = d.parts(b, id, opts, reason);
-    } catch (const ShapeError& e) {
-      reason = e.what();
-    }
-    if (!r.empty())
-      return r;
-    reasons += (reasons.empty() ? "" : "; ") + reason;
-  }
-  why = reasons.empty() ? "no decomposition of its tuple result into other ops" : reasons;
-  return {};
-}
-
-void replace_tuple_uses(Graph& g, NodeId id, std::span<const NodeId> parts) {
-  const Shape& t = g.shape(id);
-  if (!t.is_tuple()) {
-    if (parts.size() != 1)
-      throw Error("replace_tuple_uses: " + describe(g, id) + " has one result, not " +
-                  std::to_string(parts.size()));
-    g.replace_all_uses(id, parts[0]);
+void replace_by_values(Graph& g, NodeId id, std::span<const NodeId> values) {
+  if (!g.node(id).shape.is_tuple()) {
+    if (values.size() != 1)
+      throw Error("replace_by_values: " + describe(g, id) + " has one result, given " +
+                  std::to_string(values.size()) + " values");
+    g.replace_all_uses(id, values[0]);
     return;
   }
-  if (parts.size() != t.parts.size())
-    throw Error("replace_tuple_uses: " + describe(g, id) + " has " +
-                std::to_string(t.parts.size()) + " parts, the decomposition " +
-                std::to_string(parts.size()));
-  // Copy the user list first: replacing edits it.
+  if (values.size() != g.node(id).shape.parts.size())
+    throw Error("replace_by_values: " + describe(g, id) + " has " +
+                std::to_string(g.node(id).shape.parts.size()) + " parts, given " +
+                std::to_string(values.size()) + " values");
   const std::vector<NodeId> users(g.users(id).begin(), g.users(id).end());
   for (NodeId u : users) {
-    const Node& n = g.node(u);
-    if (n.op != OpKind::Get)
-      throw Error("replace_tuple_uses: " + describe(g, u) + " reads the tuple " + describe(g, id) +
-                  " without get");
-    const auto index = static_cast<std::size_t>(n.attr<GetAttrs>().index);
-    if (g.use_count(u) > 0)
-      g.replace_all_uses(u, parts[index]);
+    if (g.node(u).op != OpKind::Get)
+      throw Error("replace_by_values: " + describe(g, u) + " reads the tuple " + describe(g, id) +
+                  " but is no get");
+    const auto part = static_cast<std::size_t>(g.node(u).attr<GetAttrs>().index);
+    g.replace_all_uses(u, values[part]);
   }
+}
+
+NodeId decompose(Builder& b, NodeId id, const DecomposeOptions& opts, std::string& why) {
+  const OpKind k = b.graph().node(id).op;
+  const auto forms = decompositions(k);
+  if (forms.empty()) {
+    why = "no decomposition into other ops";
+    return {};
+  }
+  if (b.graph().node(id).shape.is_tuple()) {
+    why = "its result is a tuple; use decompose_values";
+    return {};
+  }
+  std::string reasons;
+  for (const Decomposition& d : forms) {
+    std::string reason;
+    std::vector<NodeId> r = emit_decomposition(d, b, id, opts, reason);
+    if (r.size() == 1)
+      return r[0];
+    reasons += (reasons.empty() ? "" : "; ") + reason;
+  }
+  why = reasons;
+  return {};
 }
 
 } // namespace rlx::ir

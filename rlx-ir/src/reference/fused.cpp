@@ -1,4 +1,5 @@
-// fused.cpp: reference kernels of the fused ops (ops.def's "fused ops" section): each evaluates
+// fused.cpp: reference kernels of the fused and backward ops (ops.def's "fused ops" and
+// "backward ops" sections): each evaluates
 // the op's first applicable decomposition (rlx/ir/decompose.hpp), which is its definition.
 #include "kernels.hpp"
 
@@ -7,11 +8,7 @@
 
 namespace rlx::ir::reference {
 
-namespace {
-
-/// Evaluates \p node by emitting its decomposition over Inputs of the operands' types into a
-/// temporary graph and evaluating that graph.
-Tensor evaluate_by_decomposition(const Node& node, const Shape& out, Args in) {
+std::vector<Tensor> evaluate_by_decomposition(const Node& node, const Shape& out, Args in) {
   Graph g(std::string(op_name(node.op)) + "_decomposition");
   Builder b(g);
   std::vector<NodeId> args;
@@ -22,32 +19,11 @@ Tensor evaluate_by_decomposition(const Node& node, const Shape& out, Args in) {
   bound.shape = out;
   const NodeId self = g.add_unchecked(std::move(bound));
   std::string why;
-  const NodeId r = decompose(b, self, DecomposeOptions{}, why);
-  if (!r.valid())
+  const std::vector<NodeId> r = decompose_values(b, self, DecomposeOptions{}, why);
+  if (r.empty())
     fail(std::string(op_name(node.op)) + " has no decomposition that applies: " + why);
-  b.output(r);
-  g.compact();
-  return evaluate_positional(g, in).at(0);
-}
-
-} // namespace
-
-std::vector<Tensor> fused_tuple_parts(const Node& node, const Shape& out, Args in) {
-  Graph g(std::string(op_name(node.op)) + "_decomposition");
-  Builder b(g);
-  std::vector<NodeId> args;
-  for (std::size_t i = 0; i < in.size(); ++i)
-    args.push_back(b.input("arg" + std::to_string(i), in[i].shape()));
-  Node bound = node;
-  bound.inputs = args;
-  bound.shape = out;
-  const NodeId self = g.add_unchecked(std::move(bound));
-  std::string why;
-  const std::vector<NodeId> parts = decompose_parts(b, self, DecomposeOptions{}, why);
-  if (parts.empty())
-    fail(std::string(op_name(node.op)) + " has no decomposition that applies: " + why);
-  for (NodeId p : parts)
-    b.output(p);
+  for (NodeId v : r)
+    b.output(v);
   g.compact();
   return evaluate_positional(g, in);
 }
@@ -55,16 +31,22 @@ std::vector<Tensor> fused_tuple_parts(const Node& node, const Shape& out, Args i
 namespace kernels {
 
 RLX_REFERENCE_KERNEL(MatMulBiasAct) {
-  return evaluate_by_decomposition(node, out, in);
+  return evaluate_by_decomposition(node, out, in).at(0);
 }
 
 RLX_REFERENCE_KERNEL(SwiGlu) {
-  return evaluate_by_decomposition(node, out, in);
+  return evaluate_by_decomposition(node, out, in).at(0);
 }
 
 RLX_REFERENCE_KERNEL(SwiGluMatMul) {
-  return evaluate_by_decomposition(node, out, in);
+  return evaluate_by_decomposition(node, out, in).at(0);
 }
+
+} // namespace kernels
+
+} // namespace rlx::ir::reference
+
+namespace rlx::ir::reference::kernels {
 
 // The generated single-result entry points of the tuple-typed fused ops: evaluate_node refuses
 // tuple-typed nodes, so these are never reached (tuple_kernel evaluates them).
@@ -76,6 +58,22 @@ RLX_REFERENCE_KERNEL(ResidualRmsNorm) {
   fail("residual_rms_norm: its result is a tuple; evaluate it with evaluate_node_parts");
 }
 
-} // namespace kernels
+// The backward ops (ops.def's "backward ops"): their decompositions define them. The norms' grads
+// are tuple-typed: tuple_kernel evaluates them, these entry points only name the right door.
+RLX_REFERENCE_KERNEL(SoftmaxGrad) {
+  return evaluate_by_decomposition(node, out, in).at(0);
+}
 
-} // namespace rlx::ir::reference
+RLX_REFERENCE_KERNEL(LogSoftmaxGrad) {
+  return evaluate_by_decomposition(node, out, in).at(0);
+}
+
+RLX_REFERENCE_KERNEL(LayerNormGrad) {
+  fail("layer_norm_grad: its result is a tuple; evaluate it with evaluate_node_parts");
+}
+
+RLX_REFERENCE_KERNEL(RmsNormGrad) {
+  fail("rms_norm_grad: its result is a tuple; evaluate it with evaluate_node_parts");
+}
+
+} // namespace rlx::ir::reference::kernels

@@ -31,8 +31,9 @@ namespace rlx::ir::reference {
 /// fresh tensor per part (tuple.cpp). Throws EvalError for an op that has no tuple result.
 std::vector<Tensor> tuple_kernel(const Node& node, const Shape& out, Args in);
 
-/// The parts of a tuple-typed fused op (ResidualLayerNorm, ResidualRmsNorm): its parts
-/// decomposition evaluated (fused.cpp), which is its definition.
-std::vector<Tensor> fused_tuple_parts(const Node& node, const Shape& out, Args in);
+/// Evaluates \p node (of type \p out) through its first applicable decomposition, emitted over
+/// Inputs of the operands' types into a temporary graph: one tensor for a single-result op, one
+/// per part for a tuple-typed op (fused.cpp). The reference of the fused and backward ops.
+std::vector<Tensor> evaluate_by_decomposition(const Node& node, const Shape& out, Args in);
 
 } // namespace rlx::ir::reference

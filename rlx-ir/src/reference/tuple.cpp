@@ -37,9 +37,12 @@ std::vector<Tensor> tuple_kernel(const Node& node, const Shape& out, Args in) {
     return split_parts(node, out, in);
   case OpKind::ElementwiseRegion: // several results: body output i is part i
     return evaluate_positional(*node.attr<RegionAttrs>().body, in);
-  case OpKind::ResidualLayerNorm:
+  case OpKind::ResidualLayerNorm: // fused and backward ops: their decompositions, one value per
+                                  // part
   case OpKind::ResidualRmsNorm:
-    return fused_tuple_parts(node, out, in);
+  case OpKind::LayerNormGrad:
+  case OpKind::RmsNormGrad:
+    return evaluate_by_decomposition(node, out, in);
   default:
     fail(std::string(op_name(node.op)) + ": the op has no tuple result");
   }

@@ -516,6 +516,28 @@ Graph fused_norm_sample(OpKind op) {
   return g;
 }
 
+// backward ops: the norms' grads read both gradients of their tuple (a symbolic row count), the
+// softmax grads a symbolic batch with the axis in the middle.
+Graph backward_sample(OpKind op) {
+  Graph g(std::string(op_name(op)));
+  Builder b(g);
+  if (op == OpKind::LayerNormGrad || op == OpKind::RmsNormGrad) {
+    NodeId x = b.input("x", Shape({2, sym("seq"), 6}, f32));
+    NodeId gamma = b.param("gamma", Shape({6}, f32));
+    NodeId dy = b.input("dy", Shape({2, sym("seq"), 6}, f32));
+    NodeId t = g.add(op, {x, gamma, dy}, NormAttrs{1e-5}, "grads");
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{0}, "dx"));
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{1}, "dgamma"));
+    if (op == OpKind::LayerNormGrad)
+      b.output(g.add(OpKind::Get, {t}, GetAttrs{2}, "dbeta"));
+  } else { // SoftmaxGrad, LogSoftmaxGrad
+    NodeId y = b.input("y", Shape({sym("batch"), 5, 3}, f32));
+    NodeId dy = b.input("dy", Shape({sym("batch"), 5, 3}, f32));
+    b.output(g.add(op, {y, dy}, AxisAttrs{1}, "dx"));
+  }
+  return g;
+}
+
 std::int64_t bound_size(const Dim& d, const Bindings& b) {
   if (d.is_static())
     return d.size();
@@ -720,6 +742,11 @@ Graph sample_graph(OpKind op) {
   case OpKind::ResidualLayerNorm:
   case OpKind::ResidualRmsNorm:
     return fused_norm_sample(op);
+  case OpKind::LayerNormGrad:
+  case OpKind::RmsNormGrad:
+  case OpKind::SoftmaxGrad:
+  case OpKind::LogSoftmaxGrad:
+    return backward_sample(op);
   default:
     break;
   }

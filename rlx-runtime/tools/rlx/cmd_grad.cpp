@@ -5,11 +5,13 @@
 #include "report.hpp"
 
 #include "rlx/autodiff/grad.hpp"
+#include "rlx/cpu/backend.hpp"
 #include "rlx/runtime/loss.hpp"
 
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace rlx::cli {
 
@@ -21,6 +23,8 @@ struct Grad {
   bool random_inputs = false;
   std::string loss = "sum", target, labels, out;
   bool quiet = false;
+  int repeat = 0;
+  bool profile = false;
 
   int run() {
     const runtime::LossKind kind = runtime::parse_loss(loss);
@@ -98,6 +102,34 @@ struct Grad {
     t0 = std::chrono::steady_clock::now();
     const auto result = exe.run(in);
     const double run_ms = ms_since(t0);
+    // --repeat: the time of one gradient evaluation (forward + loss + backward), warm; --profile
+    // adds the CPU backend's per-kernel times over those runs.
+    std::optional<Latency> lat;
+    std::string kernel_times;
+    if (repeat > 0) {
+      compile::Executable* backend_exe = nullptr;
+      if (profile) {
+        if (session.device().kind != runtime::DeviceKind::cpu)
+          throw Error("--profile times the kernels of the cpu device, not " +
+                      session.device().str());
+        // The Executable owns its backend executable; profiling only counts time in it.
+        backend_exe = const_cast<compile::Executable*>(exe.prepare({}).executable);
+      }
+      exe.run(in); // warm-up: pools started, pages touched
+      if (backend_exe != nullptr)
+        cpu::set_kernel_profiling(*backend_exe, true);
+      std::vector<double> times;
+      for (int i = 0; i < repeat; ++i) {
+        const auto t1 = std::chrono::steady_clock::now();
+        exe.run(in);
+        times.push_back(ms_since(t1));
+      }
+      lat = latency_of(times);
+      if (backend_exe != nullptr)
+        kernel_times = cpu::kernel_profile(*backend_exe);
+    } else if (profile) {
+      throw Error("--profile needs --repeat N (the runs it times)");
+    }
 
     // Gradients under the checkpoint's names (a "model." / "bert." prefix kept), so that they line
     // up with the weights they belong to.
@@ -119,6 +151,12 @@ struct Grad {
         std::cout << "note: " << note << "\n";
       std::cout << "setup " << format_ms(setup_ms) << ", compile + run " << format_ms(run_ms)
                 << "\n";
+      if (lat)
+        std::cout << "gradient evaluation: median " << format_ms(lat->median) << ", min "
+                  << format_ms(lat->min) << ", max " << format_ms(lat->max) << " over " << lat->runs
+                  << " runs\n";
+      if (!kernel_times.empty())
+        std::cout << kernel_times;
       std::cout << "loss (" << loss << "): " << grads.at("loss").get_f64(0) << "\n";
       for (std::size_t i = 1; i < names.size(); ++i) {
         const ir::Tensor& g = grads.at(names[i]);
@@ -155,6 +193,12 @@ Command add_grad(CLI::App& root) {
                   "parameter, under its name")
       ->required();
   app->add_flag("-q,--quiet", r->quiet, "print nothing on success");
+  app->add_option("--repeat", r->repeat,
+                  "then time N more gradient evaluations (after one warm-up run) and print the "
+                  "median")
+      ->check(CLI::Range(0, 100000));
+  app->add_flag("--profile", r->profile,
+                "with --repeat on the cpu device: print the per-kernel times of those runs");
   return {app, [r] { return r->run(); }};
 }
 

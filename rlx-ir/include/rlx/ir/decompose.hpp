@@ -37,15 +37,14 @@ struct DecomposeOptions {
 using DecomposeFn = NodeId (*)(Builder& b, NodeId id, const DecomposeOptions& opts,
                                std::string& why);
 
-/// The decomposition of an op with a tuple result (several results, read through `get`): emits
-/// nodes computing each part and \returns them in part order (part i has the type of the node's
-/// part i). When it does not apply it sets \p why and \returns an empty list.
+/// The decomposition of an op with several results (a tuple type, e.g. layer_norm_grad): emits
+/// one value per part, in part order (each of that part's type), and \returns them; an empty list
+/// when it does not apply (with \p why set), like DecomposeFn.
 using DecomposePartsFn = std::vector<NodeId> (*)(Builder& b, NodeId id,
                                                  const DecomposeOptions& opts, std::string& why);
 
-/// A named decomposition ("gelu_by_erf"), for reports and tests. A single-result op's forms set
-/// \p fn; a tuple-result op's forms set \p parts (a tuple value has no one-node replacement: its
-/// `get` users are replaced by the parts, see replace_tuple_uses).
+/// A named decomposition ("gelu_by_erf"), for reports and tests. Exactly one of \p fn (an op with
+/// one result) and \p parts (an op with a tuple result) is set; emit_decomposition() calls either.
 struct Decomposition {
   std::string_view name;
   DecomposeFn fn = nullptr;
@@ -59,20 +58,25 @@ std::span<const Decomposition> decompositions(OpKind k);
 bool has_decomposition(OpKind k);
 
 /// Emits the first decomposition of node \p id that applies and \returns its value; an invalid id
-/// when none applies or the op has none, with \p why saying why (each form's reason, joined).
+/// when none applies or the op has none, with \p why saying why (each form's reason, joined). A
+/// tuple-typed op's forms (Decomposition::parts) never apply here: use decompose_values().
 NodeId decompose(Builder& b, NodeId id, const DecomposeOptions& opts, std::string& why);
 
-/// Emits the first decomposition of node \p id that applies and \returns one value per result: the
-/// parts of a tuple-typed node (forms with `parts`), or the one value of any other node (forms
-/// with `fn`). An empty list when none applies, with \p why saying why.
-std::vector<NodeId> decompose_parts(Builder& b, NodeId id, const DecomposeOptions& opts,
-                                    std::string& why);
+/// Emits form \p form of node \p id: \returns its values, one for a single-result op, one per part
+/// for a tuple-typed op; an empty list when it does not apply (\p why says why). A ShapeError the
+/// form raises is caught and becomes \p why.
+std::vector<NodeId> emit_decomposition(const Decomposition& form, Builder& b, NodeId id,
+                                       const DecomposeOptions& opts, std::string& why);
 
-/// Replaces every use of node \p id by its decomposition \p parts: for a tuple-typed \p id, each
-/// `get` user by the part it reads (the tuple node is then dead); otherwise every use by
-/// \p parts[0]. Throws Error when a user of a tuple is not a `get` or the part count differs.
-/// The graph may need compact() afterwards (as after Graph::replace_all_uses).
-void replace_tuple_uses(Graph& g, NodeId id, std::span<const NodeId> parts);
+/// Like decompose() for any node, tuple-typed ones included: the values of the first form that
+/// applies (see emit_decomposition); empty, with \p why, when none does.
+std::vector<NodeId> decompose_values(Builder& b, NodeId id, const DecomposeOptions& opts,
+                                     std::string& why);
+
+/// Makes node \p id's users read \p values (from emit_decomposition) instead: for a
+/// single-result node every use, for a tuple-typed node every use of each `get` of it (part i ->
+/// values[i]). The node and its gets are left without users (compact() removes them).
+void replace_by_values(Graph& g, NodeId id, std::span<const NodeId> values);
 
 /// Copies sub-graph \p sub into the builder's graph with its Inputs bound, in list order, to
 /// \p args (every value of a sub-graph is an input; a Param in it is an error naming \p what).
