@@ -107,9 +107,11 @@ Graph prepare_for_vmap(const Graph& src, const std::map<std::string, std::int64_
       const Node node = g.node(id);
       if (ir::is_leaf(node.op) || !reach[i] || g.use_count(id) == 0)
         continue;
+      // An operand added this round (a value of an earlier node's decomposition, rewired into
+      // this node) lies past `reach`: it stems from a batched node, so it counts as batched.
       std::uint32_t mask = 0;
       for (std::size_t s = 0; s < node.inputs.size() && s < 32; ++s)
-        if (reach[node.inputs[s].v])
+        if (node.inputs[s].v >= reach.size() || reach[node.inputs[s].v])
           mask |= 1u << s;
       const BatchRule* rule = batch_rule(node.op);
       if (rule == nullptr || rule->unbatchable != nullptr)

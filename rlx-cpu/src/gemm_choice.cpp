@@ -68,6 +68,18 @@ std::int64_t numel(const std::vector<std::int64_t>& sizes) {
   return n;
 }
 
+/// The element count in double: a shape too large to compile must not overflow while it is sized.
+double numel_d(const std::vector<std::int64_t>& sizes) {
+  double n = 1;
+  for (auto d : sizes)
+    n *= static_cast<double>(d);
+  return n;
+}
+
+/// Operands and result larger than this (bytes, together) are not timed: the timing buffers would
+/// be as large as the product's own (and such a product is usually refused by the planner later).
+constexpr double kMaxTimedBytes = 1024.0 * 1024 * 1024;
+
 /// Packs weights into buffers of its own (the real packed layout, as the executable would).
 class LocalPacker final : public onednn::WeightPacker {
 public:
@@ -266,6 +278,7 @@ std::string GemmChoice::note() const {
   if (!measured)
     return impl == GemmImpl::openblas ? "auto: openblas, the only candidate"
            : over_budget              ? "auto: onednn, not measured (the measuring budget is spent)"
+           : too_large                ? "auto: onednn, not measured (over 1 GiB of operands)"
                                       : "auto: onednn, not measured (little work)";
   char buf[96];
   const bool dnn = impl == GemmImpl::onednn;
@@ -300,11 +313,18 @@ GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_w
   const std::string key = key_of(spec, threads);
   if (auto it = c.choices.find(key); it != c.choices.end())
     return it->second;
-  const std::int64_t work =
-      numel(spec.out_sizes) *
-      (spec.transpose_a ? spec.a_sizes[spec.a_sizes.size() - 2] : spec.a_sizes.back());
-  if (work < min_work) {
+  const double work = numel_d(spec.out_sizes) *
+                      static_cast<double>(spec.transpose_a ? spec.a_sizes[spec.a_sizes.size() - 2]
+                                                           : spec.a_sizes.back());
+  if (work < static_cast<double>(min_work)) {
     GemmChoice fixed; // oneDNN, not remembered
+    return fixed;
+  }
+  const double bytes =
+      4 * (numel_d(spec.a_sizes) + numel_d(spec.b_sizes) + numel_d(spec.out_sizes));
+  if (bytes > kMaxTimedBytes) {
+    GemmChoice fixed; // oneDNN, not remembered
+    fixed.too_large = true;
     return fixed;
   }
   const RecordFile record(gemm_record_path());

@@ -19,6 +19,8 @@ struct GemmChoice {
   bool measured = false;
   /// Not timed because the process's measuring budget was spent (else: under the threshold).
   bool over_budget = false;
+  /// Not timed because its operands and result exceed 1 GiB together.
+  bool too_large = false;
   /// Read from the record file (timed by an earlier process, or by this one before
   /// forget_gemm_choices).
   bool recorded = false;
