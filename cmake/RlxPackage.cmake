@@ -116,11 +116,17 @@ function(rlx_add_package name)
   set_property(GLOBAL APPEND PROPERTY RLX_PACKAGES ${name})
 endfunction()
 
+# The environment of every test: `--gemm auto` records its measured choices in the build tree, never
+# in the user's ~/.cache/rlx (choices timed under a loaded test run, or under the sanitizers, would
+# then steer the user's own runs).
+set(RLX_TEST_ENV "RLX_GEMM_CHOICES=${CMAKE_BINARY_DIR}/gemm-choices.tsv")
+
 # rlx_add_test(<package> <name> SOURCES ... [LINK ...]): one gtest executable with the package label.
 function(rlx_add_test pkg name)
   cmake_parse_arguments(T "" "" "SOURCES;LINK" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_compile_options(${name} PRIVATE ${RLX_WARNING_FLAGS})
   target_link_libraries(${name} PRIVATE ${T_LINK} GTest::gtest GTest::gtest_main)
-  gtest_discover_tests(${name} PROPERTIES LABELS rlx-${pkg} DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} PROPERTIES LABELS rlx-${pkg} ENVIRONMENT "${RLX_TEST_ENV}"
+                       DISCOVERY_TIMEOUT 60)
 endfunction()
