@@ -4,6 +4,7 @@
 // thread and summed at the end (no atomics, no allocation). SoftmaxGrad / LogSoftmaxGrad: one
 // vectorised dot (or sum) and one sweep per row. f32 is compiled for several instruction sets;
 // f64 runs the same code in double.
+#include "../axis_lanes.hpp"
 #include "../lower.hpp"
 #include "../simd.hpp"
 #include "rlx/ir/error.hpp"
@@ -204,24 +205,9 @@ RLX_CPU_MULTIVERSION void log_softmax_grad_rows_f32(const float* y, const float*
     softmax_grad_row<float, true>(y + r * n, dy + r * n, dx + r * n, n);
 }
 
-/// [outer, axis, inner] around the softmax axis.
-struct SoftmaxLanes {
-  std::int64_t outer = 1, axis = 1, inner = 1;
-};
+using SoftmaxLanes = AxisLanes;
 SoftmaxLanes softmax_lanes(const NodeView& n) {
-  auto s = n.in(0).sizes();
-  auto ax = static_cast<std::size_t>(
-      ir::normalize_axis(n.node().attr<ir::AxisAttrs>().axis, s.size(), "softmax_grad"));
-  SoftmaxLanes l;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i < ax)
-      l.outer *= s[i];
-    else if (i == ax)
-      l.axis = s[i];
-    else
-      l.inner *= s[i];
-  }
-  return l;
+  return axis_lanes(n, "softmax_grad");
 }
 
 template <class T, bool Log> class SoftmaxGradKernel final : public Kernel {

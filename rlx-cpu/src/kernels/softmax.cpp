@@ -1,5 +1,6 @@
 // softmax.cpp: Softmax and LogSoftmax (oneDNN primitives for f32, our vectorised rows as the
 // second f32 choice, double-precision loops otherwise) and SoftmaxCrossEntropy.
+#include "../axis_lanes.hpp"
 #include "../dtypes.hpp"
 #include "../lower.hpp"
 #include "../onednn.hpp"
@@ -12,24 +13,9 @@
 namespace rlx::cpu {
 namespace {
 
-/// A tensor viewed as [outer, axis, inner] around the softmax axis.
-struct Lanes {
-  std::int64_t outer = 1, axis = 1, inner = 1;
-};
+using Lanes = AxisLanes;
 Lanes lanes_of(const NodeView& n) {
-  auto s = n.in(0).sizes();
-  auto ax = static_cast<std::size_t>(
-      ir::normalize_axis(n.node().attr<ir::AxisAttrs>().axis, s.size(), "softmax"));
-  Lanes l;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i < ax)
-      l.outer *= s[i];
-    else if (i == ax)
-      l.axis = s[i];
-    else
-      l.inner *= s[i];
-  }
-  return l;
+  return axis_lanes(n, "softmax");
 }
 bool is_log(const NodeView& n) {
   return n.node().op == ir::OpKind::LogSoftmax;
