@@ -2,6 +2,7 @@
 #include "rlx/opencl/backend.hpp"
 
 #include "executable.hpp"
+#include "lower.hpp"
 #include "rlx/ir/error.hpp"
 #include "rlx/opencl/claims.hpp"
 #include "runtime.hpp"
@@ -33,6 +34,13 @@ std::int64_t OpenClBackend::alignment() const {
   while ((a & (a - 1)) != 0) // a power of two the planner accepts
     a += a & -a;
   return a;
+}
+
+std::int64_t OpenClBackend::scratch_bytes(const ir::Graph& g, ir::NodeId id) const {
+  const ir::OpKind op = g.node(id).op;
+  return op == ir::OpKind::LayerNormGrad || op == ir::OpKind::RmsNormGrad
+             ? norm_grad_scratch_bytes(g, id)
+             : 0;
 }
 
 const DeviceInfo& OpenClBackend::device() const {

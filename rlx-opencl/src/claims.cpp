@@ -33,18 +33,6 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
     UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
-    UnclaimedOp{K::ResidualLayerNorm, "fused op without an OpenCL kernel yet: the fusion pass does "
-                                      "not run for OpenCL, and legalisation decomposes it"},
-    UnclaimedOp{K::ResidualRmsNorm, "fused op without an OpenCL kernel yet: the fusion pass does "
-                                    "not run for OpenCL, and legalisation decomposes it"},
-    UnclaimedOp{K::LayerNormGrad, "backward op without an OpenCL kernel yet: legalisation "
-                                  "decomposes it into primitives"},
-    UnclaimedOp{K::RmsNormGrad, "backward op without an OpenCL kernel yet: legalisation "
-                                "decomposes it into primitives"},
-    UnclaimedOp{K::SoftmaxGrad, "backward op without an OpenCL kernel yet: legalisation "
-                                "decomposes it into primitives"},
-    UnclaimedOp{K::LogSoftmaxGrad, "backward op without an OpenCL kernel yet: legalisation "
-                                   "decomposes it into primitives"},
 };
 
 ir::ClaimSet build_claims() {
@@ -71,6 +59,12 @@ ir::ClaimSet build_claims() {
   for (K k : {K::MatMulBiasAct, K::SwiGlu, K::SwiGluMatMul})
     c.claim(k, {DType::f32});
   c.claim(K::ElementwiseRegion, {DType::f32, DType::boolean});
+  // The fused residual norms (the sum and its norm at the tuple's part offsets; the fusion passes
+  // follow this claim) and the backward ops of the norms and softmaxes (norm_fused.cl,
+  // reduce.cl), f32.
+  for (K k : {K::ResidualLayerNorm, K::ResidualRmsNorm, K::LayerNormGrad, K::RmsNormGrad,
+              K::SoftmaxGrad, K::LogSoftmaxGrad})
+    c.claim(k, {DType::f32});
   // Attention's padding mask may be of any integer type or bool (the kernel tests it != 0); its
   // shape rule makes q / k / v float of one dtype, so these dtypes can only be the mask's.
   c.claim(K::Attention, {DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});

@@ -243,6 +243,16 @@ OpenClExecutable::~OpenClExecutable() {
     weights_->release(this);
 }
 
+std::pair<Loc, std::int64_t> OpenClExecutable::scratch_loc(ir::NodeId id) const {
+  if (plan_ != nullptr)
+    for (const ir::ScratchSlot& s : plan_->scratch)
+      if (s.node == id)
+        for (const Chunk& c : chunks_)
+          if (s.offset >= c.begin && s.offset + s.bytes <= c.end)
+            return {Loc{c.mem.get(), s.offset - c.begin}, s.bytes};
+  return {Loc{}, 0};
+}
+
 Loc OpenClExecutable::loc(const ir::Graph& g, ir::NodeId id) const {
   const ir::BufferSlot& s = plan_ ? plan_->slot(id) : ir::BufferSlot{};
   if (s.storage == ir::Storage::none)

@@ -77,6 +77,9 @@ public:
 
   /// The location of node \p id's planned buffer (used while lowering).
   Loc loc(const ir::Graph& g, ir::NodeId id) const;
+  /// The location and size of node \p id's planned kernel scratch (used while lowering); a null
+  /// location with 0 bytes when the plan has none.
+  std::pair<Loc, std::int64_t> scratch_loc(ir::NodeId id) const;
 
 private:
   struct Leaf {

@@ -91,6 +91,12 @@ std::string sized(const char* family, std::size_t bytes) {
 
 } // namespace
 
+std::int64_t norm_grad_scratch_bytes(const ir::Graph& g, ir::NodeId id) {
+  const ir::Shape& x = g.shape(g.node(id).inputs[0]);
+  const std::int64_t d = x.rank() == 0 ? 1 : x.sizes().back();
+  return d == 0 ? 0 : x.numel() / d * 2 * static_cast<std::int64_t>(sizeof(float));
+}
+
 int unary_code(K op) {
   switch (op) {
   case K::Neg:
@@ -531,6 +537,92 @@ void lower_norm(Lowerer& L) {
   s.local[0] = 64;
 }
 
+/// ResidualLayerNorm / ResidualRmsNorm: the sum into part 0, its norm into part 1 of the node's
+/// tuple buffer, one work-group per row.
+void lower_residual_norm(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes in = g.shape(n.inputs[0]).sizes();
+  const std::int64_t D = in.empty() ? 1 : in.back();
+  const std::int64_t rows = D == 0 ? 0 : g.shape(n.inputs[0]).numel() / D;
+  if (rows == 0)
+    return;
+  const bool rms = n.op == K::ResidualRmsNorm;
+  const bool beta = !rms && n.inputs.size() > 3;
+  Step& s = L.launch("residual_norm_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(n.inputs[1], 4);
+  L.tensor(n.inputs[2], 4);
+  L.tensor(n.inputs[beta ? 3 : 2], 4);
+  L.arg<cl_int>(beta ? 1 : 0);
+  L.tensor(L.node(), 4, n.shape.part_offset(0) / 4);
+  L.tensor(L.node(), 4, n.shape.part_offset(1) / 4);
+  L.arg<cl_long>(D);
+  L.arg<cl_float>(static_cast<float>(n.attr<ir::NormAttrs>().eps));
+  L.arg<cl_int>(rms ? 1 : 0);
+  s.global[0] = static_cast<std::size_t>(rows) * 64;
+  s.local[0] = 64;
+}
+
+/// LayerNormGrad / RmsNormGrad: dx row by row (one work-group per row, each row's mean and
+/// 1 / std into the node's scratch), then dgamma (and dbeta) one item per column over the rows.
+void lower_norm_grad(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes in = g.shape(n.inputs[0]).sizes();
+  const std::int64_t D = in.empty() ? 1 : in.back();
+  const std::int64_t rows = D == 0 ? 0 : g.shape(n.inputs[0]).numel() / D;
+  const bool ln = n.op == K::LayerNormGrad;
+  const float eps = static_cast<float>(n.attr<ir::NormAttrs>().eps);
+  const Loc stats = L.scratch(norm_grad_scratch_bytes(g, L.node()));
+  if (rows > 0) {
+    Step& s = L.launch("norm_grad_rows_f32_k");
+    L.tensor(n.inputs[0], 4);
+    L.tensor(n.inputs[1], 4);
+    L.tensor(n.inputs[2], 4);
+    L.tensor(L.node(), 4, n.shape.part_offset(0) / 4);
+    L.arg<cl_mem>(stats.mem);
+    L.arg<cl_long>(stats.offset / 4);
+    L.arg<cl_long>(D);
+    L.arg<cl_float>(eps);
+    L.arg<cl_int>(ln ? 1 : 0);
+    s.global[0] = static_cast<std::size_t>(rows) * 64;
+    s.local[0] = 64;
+  }
+  if (D == 0)
+    return;
+  L.launch("norm_grad_params_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(n.inputs[2], 4);
+  L.arg<cl_mem>(stats.mem);
+  L.arg<cl_long>(stats.offset / 4);
+  L.tensor(L.node(), 4, n.shape.part_offset(1) / 4);
+  L.tensor(L.node(), 4, n.shape.part_offset(ln ? 2 : 1) / 4);
+  L.arg<cl_long>(rows);
+  L.arg<cl_long>(D);
+  L.arg<cl_int>(ln ? 1 : 0);
+  L.range1(D);
+}
+
+/// SoftmaxGrad / LogSoftmaxGrad along any axis, one item per lane (as softmax_f32_k).
+void lower_softmax_grad(Lowerer& L) {
+  const ir::Graph& g = L.graph();
+  const ir::Node& n = g.node(L.node());
+  const Sizes in = n.shape.sizes();
+  const auto axis = static_cast<std::size_t>(
+      ir::normalize_axis(n.attr<ir::AxisAttrs>().axis, in.size(), "softmax_grad"));
+  const std::int64_t outer = product(in, 0, axis), inner = product(in, axis + 1, in.size());
+  L.launch("softmax_grad_f32_k");
+  L.tensor(n.inputs[0], 4);
+  L.tensor(n.inputs[1], 4);
+  L.tensor(L.node(), 4);
+  L.arg<cl_long>(outer);
+  L.arg<cl_long>(in[axis]);
+  L.arg<cl_long>(inner);
+  L.arg<cl_int>(n.op == K::LogSoftmaxGrad ? 1 : 0);
+  L.range1(outer * inner);
+}
+
 /// (batch, seq, head) strides of a 4-D operand [B, S, H, D] (bshd) or [B, H, S, D] (bhsd).
 Sizes bsh_strides(const Sizes& s, ir::AttnLayout layout) {
   const Sizes c = ir::contiguous_strides(s);
@@ -702,6 +794,15 @@ void Lowerer::table(const std::vector<float>& values) {
     std::memcpy(aux_.data() + at, values.data(), values.size() * sizeof(float));
 }
 
+Loc Lowerer::scratch(std::int64_t bytes) const {
+  const auto [l, have] = exe_.scratch_loc(id_);
+  if (bytes > 0 && have < bytes)
+    throw Error("rlx-opencl: " + ir::describe(g_, id_) + " needs " + std::to_string(bytes) +
+                " scratch bytes the memory plan does not provide; plan with the backend's "
+                "scratch_bytes()");
+  return l;
+}
+
 void Lowerer::status_arg() {
   arg<cl_mem>(status_);
   status_labels_.push_back(ir::describe(g_, id_));
@@ -790,6 +891,15 @@ void Lowerer::lower(ir::NodeId id) {
     return lower_dequantize(*this);
   case K::ElementwiseRegion:
     return lower_region(*this);
+  case K::ResidualLayerNorm:
+  case K::ResidualRmsNorm:
+    return lower_residual_norm(*this);
+  case K::LayerNormGrad:
+  case K::RmsNormGrad:
+    return lower_norm_grad(*this);
+  case K::SoftmaxGrad:
+  case K::LogSoftmaxGrad:
+    return lower_softmax_grad(*this);
   case K::Input:
   case K::Param:
   case K::Constant:
@@ -812,12 +922,6 @@ void Lowerer::lower(ir::NodeId id) {
   case K::SwiGluFfn:
   case K::BertLayer:
   case K::LlamaBlock:
-  case K::ResidualLayerNorm:
-  case K::ResidualRmsNorm:
-  case K::LayerNormGrad:
-  case K::RmsNormGrad:
-  case K::SoftmaxGrad:
-  case K::LogSoftmaxGrad:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -61,6 +61,9 @@ public:
   void meta(const std::vector<std::int64_t>& words);
   /// Appends \p values (f32) to the aux buffer and sets the (aux, offset in floats) pair.
   void table(const std::vector<float>& values);
+  /// The node's kernel scratch (planned by the memory planner from the backend's
+  /// scratch_bytes(), which must give at least \p bytes); throws Error when the plan lacks it.
+  Loc scratch(std::int64_t bytes) const;
   /// Sets (status buffer, tag) so the kernel can report an error naming the current node.
   void status_arg();
   /// Sets a 1-D range of \p n items in work-groups of \p wg (rounded up).
@@ -104,6 +107,9 @@ GemmPath gemm_path(GemmKernel k, const std::string& device_type, std::int64_t M,
 /// Appends one CLBlast SGEMM step: the current node's buffer = op(a) · op(b), row-major, [M, N].
 void clblast_gemm(Lowerer& L, ir::NodeId a, ir::NodeId b, bool transpose_a, bool transpose_b,
                   std::int64_t M, std::int64_t N, std::int64_t K);
+
+/// Scratch bytes of LayerNormGrad / RmsNormGrad node \p id: each row's mean and 1 / std (f32).
+std::int64_t norm_grad_scratch_bytes(const ir::Graph& g, ir::NodeId id);
 
 /// Lowers the current node, an ElementwiseRegion, to one generated kernel (region.cpp).
 void lower_region(Lowerer& L);

@@ -119,10 +119,12 @@ TEST(Claims, OneGraphLegalisesDifferentlyForCpuAndOpenCl) {
 }
 
 TEST(Claims, BertMiniFusesDifferentlyForCpuAndOpenCl) {
-  // Both backends claim MatMulBiasAct, so both fuse the FFN's GEMM + bias + GELU; only OpenCL
-  // claims ElementwiseRegion (the CPU's region loop is off by default), so only its graph groups
-  // the remaining elementwise chains (the residual adds, the attention mask arithmetic) into
-  // regions, each a generated kernel. Both graphs match the reference.
+  // Both backends claim MatMulBiasAct, so both fuse the FFN's GEMM + bias + GELU, and both claim
+  // ResidualLayerNorm, so both fuse every residual add with its LayerNorm (the embedding sum's
+  // too). Only the CPU claims Split, so only its graph runs fuse-shared-input-matmul (one QKV
+  // product over the concatenated weights, then Split / Get); OpenCL keeps three products per
+  // layer (its weight Concat would run on every call). No region is left for OpenCL here (the
+  // residual fusions took the adds) and the CPU claims none. Both graphs match the reference.
   runtime::BertConfig c;
   c.layers = 2;
   c.embeddings = true;
@@ -150,7 +152,15 @@ TEST(Claims, BertMiniFusesDifferentlyForCpuAndOpenCl) {
   EXPECT_GT(on_cpu[ir::OpKind::MatMulBiasAct], 0);
   EXPECT_GT(on_cl[ir::OpKind::MatMulBiasAct], 0);
   EXPECT_EQ(on_cpu[ir::OpKind::ElementwiseRegion], 0);
-  EXPECT_GT(on_cl[ir::OpKind::ElementwiseRegion], 0);
+  // The residual + LayerNorm fusion follows the claim on both: per layer two, plus the embeddings.
+  EXPECT_EQ(on_cpu[ir::OpKind::ResidualLayerNorm], 2 * c.layers + 1);
+  EXPECT_EQ(on_cl[ir::OpKind::ResidualLayerNorm], 2 * c.layers + 1);
+  EXPECT_EQ(on_cl[ir::OpKind::LayerNorm], 0);
+  // The shared-input (QKV) fusion runs on the CPU only: Split and the weight Concat.
+  EXPECT_EQ(on_cpu[ir::OpKind::Split], c.layers);
+  EXPECT_EQ(on_cl[ir::OpKind::Split], 0);
+  EXPECT_EQ(on_cl[ir::OpKind::Concat], 0);
+  EXPECT_GT(on_cl[ir::OpKind::MatMulBiasAct], on_cpu[ir::OpKind::MatMulBiasAct]);
   // The padding-masked attention fuses on both (OpenCL claims Attention with an i64 mask).
   EXPECT_EQ(on_cpu[ir::OpKind::Attention], c.layers);
   EXPECT_EQ(on_cl[ir::OpKind::Attention], c.layers);

@@ -85,3 +85,26 @@ __kernel void softmax_f32_k(__global const float* x, long xo, __global float* y,
       q[j * inner] = exp(p[j * inner] - mx) * inv;
   }
 }
+
+/// SoftmaxGrad (log = 0: dx = y (dy - sum(y dy))) or LogSoftmaxGrad (log = 1: dx = dy - exp(y)
+/// sum(dy)) along rows of length len with stride inner, one item per (outer, inner) row as
+/// softmax_f32_k; the row sum accumulates in acc_t and is rounded once.
+__kernel void softmax_grad_f32_k(__global const float* y, long yo, __global const float* dy,
+                                 long dyo, __global float* dx, long dxo, long outer, long len,
+                                 long inner, int log_softmax) {
+  const long g = get_global_id(0);
+  if (g >= outer * inner)
+    return;
+  const long base = (g / inner) * len * inner + g % inner;
+  __global const float* py = y + yo + base;
+  __global const float* pd = dy + dyo + base;
+  __global float* q = dx + dxo + base;
+  acc_t sum = 0;
+  for (long j = 0; j < len; ++j)
+    sum += log_softmax ? pd[j * inner] : py[j * inner] * pd[j * inner];
+  const float s = (float)sum;
+  for (long j = 0; j < len; ++j) {
+    const long k = j * inner;
+    q[k] = log_softmax ? pd[k] - exp(py[k]) * s : py[k] * (pd[k] - s);
+  }
+}
