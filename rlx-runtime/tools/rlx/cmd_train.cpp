@@ -108,6 +108,7 @@ struct Setup {
 struct Train {
   std::string model, graph_file, data, optimizer = "sgd", schedule = "constant", save, resume;
   std::string init, loss, loss_output, head = "auto", config = "tiny", plot, profile;
+  std::string device = "cpu";
   std::vector<std::int64_t> hidden;
   std::optional<int> layers, heads, kv_heads, ffn, vocab;
   std::optional<std::int64_t> mask_id;
@@ -415,9 +416,15 @@ struct Train {
     const bool as_json = json || !isatty(fileno(stdout));
     const bool bar = !as_json;
     if (bar)
-      std::cout << "training " << s.description << std::endl;
+      std::cout << "training " << s.description << " on " << device << std::endl;
 
-    runtime::Session session;
+    if (device == "auto")
+      throw Error("--device auto picks by predicted inference time; give the training device: "
+                  "cpu or opencl[:N]");
+    const runtime::Device dev = runtime::Device::parse(device);
+    if (!profile.empty() && dev.kind != runtime::DeviceKind::cpu)
+      throw Error("--profile times the kernels of the cpu device, not " + dev.str());
+    runtime::Session session(dev);
     const auto t_compile = std::chrono::steady_clock::now();
     runtime::Trainer trainer = session.compile_training(s.lossy, to);
     runtime::CompileOptions shared; // evaluation reads the trainer's weights
@@ -542,6 +549,7 @@ struct Train {
         train_ms > 0 ? static_cast<double>(taken * src.items_per_step) / (train_ms / 1000) : 0.0;
     nlohmann::json done{
         {"done", true},
+        {"device", session.device().str()},
         {"steps", trainer.steps()},
         {"compile_ms", compile_ms},
         {"train_ms", train_ms},
@@ -674,6 +682,9 @@ Command add_train(CLI::App& root) {
                   "to this file (CPU)");
   app->add_flag("--no-shuffle", t->no_shuffle,
                 "batches of rows or sequences in file order (for parity runs)");
+  app->add_option("--device", t->device,
+                  "the device the training step runs on: cpu (default) or opencl[:N] (parameters "
+                  "and optimizer state stay on it, updated in place; the loss is read back)");
   app->add_flag("--json", t->json,
                 "JSON lines (the default when stdout is not a terminal; a progress bar otherwise)");
   return {app, [t] { return t->run(); }};
