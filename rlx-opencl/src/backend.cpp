@@ -51,7 +51,8 @@ std::unique_ptr<compile::Executable> OpenClBackend::compile(const ir::Module& li
   const std::int64_t limit = rt_->device.info.max_allocation;
   const std::int64_t max_chunk =
       opts_.max_buffer_bytes > 0 ? std::min(opts_.max_buffer_bytes, limit) : limit;
-  return std::make_unique<OpenClExecutable>(lir, rt_, alignment(), max_chunk, opts_.gemm);
+  return std::make_unique<OpenClExecutable>(lir, rt_, alignment(), max_chunk,
+                                            KernelChoices{opts_.gemm, opts_.attention});
 }
 
 std::unique_ptr<compile::Executable>
@@ -62,7 +63,8 @@ OpenClBackend::compile_with_weights(const ir::Module& lir,
   const std::int64_t limit = rt_->device.info.max_allocation;
   const std::int64_t max_chunk =
       opts_.max_buffer_bytes > 0 ? std::min(opts_.max_buffer_bytes, limit) : limit;
-  return std::make_unique<OpenClExecutable>(lir, rt_, alignment(), max_chunk, opts_.gemm,
+  return std::make_unique<OpenClExecutable>(lir, rt_, alignment(), max_chunk,
+                                            KernelChoices{opts_.gemm, opts_.attention},
                                             std::move(weights), opts_.device);
 }
 

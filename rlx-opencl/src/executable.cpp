@@ -101,7 +101,8 @@ cl_mem OpenClExecutable::weight_buffer(const std::string& name) const {
 }
 
 OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<DeviceRuntime> rt,
-                                   std::int64_t alignment, std::int64_t max_chunk, GemmKernel gemm,
+                                   std::int64_t alignment, std::int64_t max_chunk,
+                                   KernelChoices choices,
                                    std::shared_ptr<compile::WeightRegion> weights, int device)
     : rt_(std::move(rt)), weights_(std::move(weights)) {
   if (lir.stage() != ir::Stage::lir)
@@ -180,7 +181,7 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
 
   plan_ = &plan;
   const ir::ClaimSet& claims = opencl_claims();
-  Lowerer lower(g, *this, *rt_, status_.get(), steps_, status_labels_, gemm);
+  Lowerer lower(g, *this, *rt_, status_.get(), steps_, status_labels_, choices);
   for (ir::NodeId id : plan.schedule) {
     const ir::Node& n = g.node(id);
     const ir::BufferSlot& slot = plan.slot(id);

@@ -37,6 +37,12 @@ struct Step {
   std::string label;
 };
 
+/// The kernel choices of the backend's options a compile follows.
+struct KernelChoices {
+  GemmKernel gemm = GemmKernel::automatic;
+  AttentionKernel attention = AttentionKernel::automatic;
+};
+
 /// Splits an arena into chunks of at most \p max_chunk bytes at boundaries no buffer crosses:
 /// \p extents are the [offset, offset + bytes) ranges of every planned buffer. \returns each
 /// chunk's [begin, end). Throws Error when one group of overlapping buffers alone exceeds
@@ -51,11 +57,11 @@ split_arena(std::vector<std::pair<std::int64_t, std::int64_t>> extents, std::int
 class OpenClExecutable final : public compile::Executable {
 public:
   /// Compiles \p lir for \p rt's device; \p alignment is the backend's; \p max_chunk the largest
-  /// arena buffer; \p gemm the MatMul kernel (automatic: by the product's rows). With \p weights,
-  /// Params live in the region's device copies (kind "opencl:<device>", one buffer per weight,
-  /// shared by every executable of the region on this device) instead of the arena.
+  /// arena buffer; \p choices the MatMul and Attention kernels (automatic: by measurement). With \p
+  /// weights, Params live in the region's device copies (kind "opencl:<device>", one buffer per
+  /// weight, shared by every executable of the region on this device) instead of the arena.
   OpenClExecutable(const ir::Module& lir, std::shared_ptr<DeviceRuntime> rt, std::int64_t alignment,
-                   std::int64_t max_chunk, GemmKernel gemm,
+                   std::int64_t max_chunk, KernelChoices choices,
                    std::shared_ptr<compile::WeightRegion> weights = nullptr, int device = 0);
   ~OpenClExecutable() override;
 

@@ -97,6 +97,36 @@ std::int64_t norm_grad_scratch_bytes(const ir::Graph& g, ir::NodeId id) {
   return d == 0 ? 0 : x.numel() / d * 2 * static_cast<std::int64_t>(sizeof(float));
 }
 
+namespace {
+/// Rows (and keys) of attention_tiled_f32_k's tiles: ATTN_TQ (= ATTN_TK) of attention_tiled.cl.
+constexpr std::int64_t kAttnTileRows = 16;
+} // namespace
+
+std::size_t attention_tile_bytes(std::int64_t D, std::int64_t Dv) {
+  return static_cast<std::size_t>(kAttnTileRows * (D + 1) + kAttnTileRows * (D + Dv)) *
+         sizeof(float);
+}
+
+bool attention_tiled(AttentionKernel k, const std::string& device_type, std::int64_t Sq,
+                     std::size_t tile_bytes, std::int64_t local_memory) {
+  const bool fits = static_cast<std::int64_t>(tile_bytes) <= local_memory;
+  switch (k) {
+  case AttentionKernel::rows:
+    return false;
+  case AttentionKernel::tiled:
+    return fits;
+  case AttentionKernel::automatic:
+    break;
+  }
+  // Measured on pocl (DESIGN.md, "Attention"; rlx_opencl_attention_bench): the tiles took 0.8-1.0x
+  // the rows kernel's time at every anchor shape (s128-s512), so tiled wherever they fit. On a
+  // GPU they read K / V from global memory once per 16 query rows instead of once per row (not
+  // measured here). A group of 16 items needs 16 query rows to fill it: decode steps (and other
+  // short query blocks) keep the rows kernel. The device type does not enter the rule yet.
+  (void)device_type;
+  return fits && Sq >= kAttnTileRows;
+}
+
 int unary_code(K op) {
   switch (op) {
   case K::Neg:
@@ -690,7 +720,10 @@ void lower_attention(Lowerer& L) {
     throw Error("rlx-opencl: " + ir::describe(g, L.node()) +
                 ": the default scale 1/sqrt(D) needs head_dim D > 0");
   const double scale = a.scale.value_or(1.0 / std::sqrt(static_cast<double>(D)));
-  L.launch("attention_f32_k");
+  const std::size_t tile_bytes = attention_tile_bytes(D, Dv);
+  const bool tiled = attention_tiled(L.attention(), L.runtime().device.info.type, Sq, tile_bytes,
+                                     L.runtime().device.info.local_memory);
+  Step& s = L.launch(tiled ? "attention_tiled_f32_k" : "attention_f32_k");
   for (std::size_t i = 0; i < 3; ++i)
     L.tensor(n.inputs[i], 4);
   L.tensor(L.node(), 4);
@@ -698,7 +731,16 @@ void lower_attention(Lowerer& L) {
   L.arg<cl_float>(static_cast<float>(scale));
   L.arg<cl_float>(a.softcap ? static_cast<float>(*a.softcap) : 0.0f);
   L.meta(meta);
-  L.range1(B * H * Sq, 32);
+  if (!tiled) {
+    L.range1(B * H * Sq, 32);
+    return;
+  }
+  L.local_arg(tile_bytes);
+  s.dims = 2;
+  s.global[0] = static_cast<std::size_t>((Sq + kAttnTileRows - 1) / kAttnTileRows * kAttnTileRows);
+  s.global[1] = static_cast<std::size_t>(B * H);
+  s.local[0] = static_cast<std::size_t>(kAttnTileRows);
+  s.local[1] = 1;
 }
 
 void lower_dequantize(Lowerer& L) {
@@ -807,6 +849,11 @@ void Lowerer::status_arg() {
   arg<cl_mem>(status_);
   status_labels_.push_back(ir::describe(g_, id_));
   arg<cl_int>(static_cast<cl_int>(status_labels_.size()));
+}
+
+void Lowerer::local_arg(std::size_t bytes) {
+  check(clSetKernelArg(steps_.back().kernel.get(), next_arg_++, bytes, nullptr),
+        "clSetKernelArg (local memory) for " + steps_.back().label);
 }
 
 void Lowerer::range1(std::int64_t n, std::size_t wg) {

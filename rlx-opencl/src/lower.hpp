@@ -33,9 +33,9 @@ public:
   /// node buffers are located through \p exe; \p status is the error word; \p status_labels
   /// names the node of each error tag.
   Lowerer(const ir::Graph& g, const OpenClExecutable& exe, DeviceRuntime& rt, cl_mem status,
-          std::vector<Step>& steps, std::vector<std::string>& status_labels, GemmKernel gemm)
+          std::vector<Step>& steps, std::vector<std::string>& status_labels, KernelChoices choices)
       : g_(g), exe_(exe), rt_(rt), program_(rt.program.get()), status_(status), steps_(steps),
-        status_labels_(status_labels), gemm_(gemm) {}
+        status_labels_(status_labels), choices_(choices) {}
 
   /// Appends the steps of node \p id (a computing node with a buffer; not a pure view).
   void lower(ir::NodeId id);
@@ -66,6 +66,8 @@ public:
   Loc scratch(std::int64_t bytes) const;
   /// Sets (status buffer, tag) so the kernel can report an error naming the current node.
   void status_arg();
+  /// Sets the next argument of the last launch to \p bytes of local memory.
+  void local_arg(std::size_t bytes);
   /// Sets a 1-D range of \p n items in work-groups of \p wg (rounded up).
   void range1(std::int64_t n, std::size_t wg = 64);
 
@@ -74,7 +76,9 @@ public:
   DeviceRuntime& runtime() const { return rt_; }
   ir::NodeId node() const { return id_; }
   /// The GEMM kernel choice of the backend's options.
-  GemmKernel gemm() const { return gemm_; }
+  GemmKernel gemm() const { return choices_.gemm; }
+  /// The attention kernel choice of the backend's options.
+  AttentionKernel attention() const { return choices_.attention; }
 
 private:
   struct Deferred {
@@ -90,10 +94,18 @@ private:
   std::vector<std::string>& status_labels_;
   std::vector<std::int64_t> aux_;
   std::vector<Deferred> deferred_;
-  GemmKernel gemm_;
+  KernelChoices choices_;
   ir::NodeId id_{};
   cl_uint next_arg_ = 0;
 };
+
+/// Local memory of attention_tiled_f32_k's tiles for head dims \p D (queries, keys) and \p Dv.
+std::size_t attention_tile_bytes(std::int64_t D, std::int64_t Dv);
+/// Whether Attention with \p Sq query rows runs attention_tiled_f32_k under the backend's choice
+/// \p k on a device of type \p device_type with \p local_memory bytes of local memory (the tiles
+/// need \p tile_bytes); else attention_f32_k. (The measurements behind it: DESIGN.md.)
+bool attention_tiled(AttentionKernel k, const std::string& device_type, std::int64_t Sq,
+                     std::size_t tile_bytes, std::int64_t local_memory);
 
 /// Which kernel runs one product.
 enum class GemmPath : std::uint8_t { rows, tiled, clblast };

@@ -82,3 +82,30 @@ INSTANTIATE_TEST_SUITE_P(OpenClClblastGemm, OpenClClblastGemmConformance,
                          testing::ValuesIn(gemm_cases()), case_name);
 
 } // namespace
+
+namespace {
+
+/// The cases that run attention again with the local-memory tiled kernel pinned (the automatic
+/// choice takes it only from 16 query rows, so most cases would run the rows kernel).
+std::vector<std::size_t> attention_cases() {
+  using K = rlx::ir::OpKind;
+  const std::set<K> attn{K::Attention, K::AttentionBlock, K::BertLayer, K::LlamaBlock};
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < op_cases().size(); ++i)
+    if (attn.count(op_cases()[i].op))
+      out.push_back(i);
+  return out;
+}
+class OpenClTiledAttentionConformance : public testing::TestWithParam<std::size_t> {};
+TEST_P(OpenClTiledAttentionConformance, MatchesReference) {
+  static const rlx::opencl::OpenClBackend tiled = [] {
+    rlx::opencl::OpenClOptions o;
+    o.attention = rlx::opencl::AttentionKernel::tiled;
+    return rlx::opencl::OpenClBackend(o);
+  }();
+  check(tiled, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(OpenClTiledAttention, OpenClTiledAttentionConformance,
+                         testing::ValuesIn(attention_cases()), case_name);
+
+} // namespace

@@ -22,6 +22,15 @@ enum class GemmKernel : std::uint8_t {
              ///< else tiled from 64 rows, rows below); an Error when built without CLBlast
 };
 
+/// Which attention kernel runs Attention.
+enum class AttentionKernel : std::uint8_t {
+  automatic, ///< by measurement (DESIGN.md, "Attention"): tiled from 16 query rows where the
+             ///< tiles fit the device's local memory, rows otherwise (decode steps)
+  rows,      ///< one work-item per query row, K / V from global memory (attention_f32_k)
+  tiled,     ///< 16-row work-groups, Q / K / V tiles in local memory (attention_tiled_f32_k);
+             ///< rows where the tiles do not fit the device's local memory
+};
+
 /// Whether rlx-opencl was built with CLBlast (found at configure time; optional).
 bool have_clblast();
 
@@ -37,6 +46,8 @@ struct OpenClOptions {
   std::string cache_dir;
   /// The GEMM kernel (automatic unless a test or benchmark pins one).
   GemmKernel gemm = GemmKernel::automatic;
+  /// The attention kernel (automatic unless a test or benchmark pins one).
+  AttentionKernel attention = AttentionKernel::automatic;
 };
 
 struct DeviceRuntime;

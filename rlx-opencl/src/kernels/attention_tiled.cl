@@ -1,0 +1,119 @@
+// attention_tiled.cl: flash-style attention with local-memory tiles. A work-group of ATTN_TQ
+// items takes ATTN_TQ consecutive query rows of one (batch, head), its Q tile in local memory
+// (rows padded by one float against bank conflicts); the keys its rows can see stream through
+// local memory ATTN_TK at a time (K and V tiles loaded once by the whole group, each element
+// read from global memory once per group instead of once per row). Each item keeps its row's
+// online softmax: the tile's scores in registers, one rescale per tile (by the tile's max), a
+// private Dv-accumulator. Same operands, metadata, masks (every kind), GQA, layouts, scale and
+// softcap as attention_f32_k (attention.cl); the host picks one of the two (lower.cpp).
+#define ATTN_TQ 16
+#define ATTN_TK 16
+
+/// lm: local memory of ATTN_TQ * (D + 1) + ATTN_TK * (D + Dv) floats (set by the host).
+__kernel __attribute__((reqd_work_group_size(ATTN_TQ, 1, 1))) void
+attention_tiled_f32_k(__global const float* q, long qo, __global const float* k, long ko,
+                      __global const float* v, long vo, __global float* out, long oo,
+                      __global const uchar* mask, long mbo, float scale, float softcap,
+                      __global const long* meta, long mo, __local float* lm) {
+  __global const long* m = meta + mo;
+  const long H = m[1], KVH = m[2], Sq = m[3], Sk = m[4], D = m[5], Dv = m[6];
+  const int l = get_local_id(0);
+  const long bh = get_group_id(1), b = bh / H, h = bh % H, kh = h / (H / KVH);
+  const long i0 = get_group_id(0) * ATTN_TQ, i = i0 + l;
+  const long i1 = min(i0 + ATTN_TQ, Sq) - 1; // the group's last row
+  const bool live = i < Sq;
+  __global const long* st = m + 7;
+  __global const float* kb = k + ko + b * st[3] + kh * st[5];
+  __global const float* vb = v + vo + b * st[6] + kh * st[8];
+  const int kind = (int)m[19];
+  const long window = m[20];
+  const int mdt = (int)m[21];
+  __global const long* bs = m + 22;
+  const long shift = Sk - Sq;
+
+  // This row's visible keys [jbegin, jend), and the union over the group's rows [glo, ghi).
+  long jend = Sk, jbegin = 0, ghi = Sk, glo = 0;
+  if (kind == M_CAUSAL || kind == M_SLIDING) {
+    jend = min(Sk, i + shift + 1);
+    ghi = min(Sk, i1 + shift + 1);
+  }
+  if (kind == M_SLIDING) {
+    jbegin = max(0L, i + shift - window + 1);
+    glo = max(0L, i0 + shift - window + 1);
+  }
+
+  const long Dp = D + 1;
+  __local float* qs = lm;                 // [ATTN_TQ][D + 1]
+  __local float* ks = qs + ATTN_TQ * Dp;  // [ATTN_TK][D]
+  __local float* vs = ks + ATTN_TK * D;   // [ATTN_TK][Dv]
+  for (long e = l; e < ATTN_TQ * D; e += ATTN_TQ) {
+    const long r = e / D, d = e % D;
+    qs[r * Dp + d] = i0 + r < Sq ? q[qo + b * st[0] + (i0 + r) * st[1] + h * st[2] + d] : 0.0f;
+  }
+
+  float acc[ATTN_MAX_DV];
+  for (long d = 0; d < Dv; ++d)
+    acc[d] = 0.0f;
+  float mx = -INFINITY, sum = 0.0f;
+  bool nan = false;
+  for (long t0 = glo; t0 < ghi; t0 += ATTN_TK) { // the same trip count for every item
+    const int n = (int)min((long)ATTN_TK, ghi - t0);
+    barrier(CLK_LOCAL_MEM_FENCE); // the Q tile is written; the previous K / V tiles are used
+    for (long e = l; e < n * D; e += ATTN_TQ)
+      ks[e] = kb[(t0 + e / D) * st[4] + e % D];
+    for (long e = l; e < n * Dv; e += ATTN_TQ)
+      vs[e] = vb[(t0 + e / Dv) * st[7] + e % Dv];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!live)
+      continue;
+    float s[ATTN_TK];
+    float tmax = -INFINITY;
+    for (int jj = 0; jj < n; ++jj) {
+      const long j = t0 + jj;
+      s[jj] = -INFINITY; // weight 0: not visible, padded out, or a -inf score
+      if (j < jbegin || j >= jend ||
+          (kind == M_PADDING && !mask_keeps(mask + mbo, b * Sk + j, mdt)))
+        continue;
+      float dot = 0.0f;
+      for (long d = 0; d < D; ++d)
+        dot = fma(qs[l * Dp + d], ks[jj * D + d], dot);
+      float sc = scale * dot;
+      if (softcap > 0.0f)
+        sc = softcap * tanh(sc / softcap);
+      if (kind == M_BIAS)
+        sc += ((__global const float*)(mask + mbo))[b * bs[0] + h * bs[1] + i * bs[2] + j * bs[3]];
+      if (isnan(sc)) {
+        nan = true;
+        continue;
+      }
+      s[jj] = sc;
+      tmax = fmax(tmax, sc);
+    }
+    if (tmax > mx) { // one rescale per tile
+      const float c = exp(mx - tmax); // 0 while nothing was kept (mx = -inf)
+      sum *= c;
+      for (long d = 0; d < Dv; ++d)
+        acc[d] *= c;
+      mx = tmax;
+    }
+    for (int jj = 0; jj < n; ++jj) {
+      if (s[jj] == -INFINITY)
+        continue;
+      const float p = exp(s[jj] - mx);
+      sum += p;
+      for (long d = 0; d < Dv; ++d)
+        acc[d] = fma(p, vs[jj * Dv + d], acc[d]);
+    }
+  }
+  if (!live)
+    return;
+  __global float* orow = out + oo + b * st[9] + i * st[10] + h * st[11];
+  if (nan) {
+    for (long d = 0; d < Dv; ++d)
+      orow[d] = NAN;
+    return;
+  }
+  const float inv = mx == -INFINITY ? 0.0f : 1.0f / sum;
+  for (long d = 0; d < Dv; ++d)
+    orow[d] = acc[d] * inv;
+}
