@@ -13,6 +13,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -102,14 +103,25 @@ int main(int argc, char** argv) {
       {"opencl_rows_gemm", opencl_rows_gemm},
       {"opencl_clblast_gemm", opencl_clblast_gemm},
       {"cpu_gemm", cpu_gemm}};
+  auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    for (const auto& [name, fn] : kernels)
+      benchmark::RegisterBenchmark(name, fn)
+          ->Args({m, n, k})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+  };
   for (std::int64_t m : {1, 8, 64, 128})
     for (auto [n, k] :
          {std::pair<std::int64_t, std::int64_t>{512, 512}, {768, 768}, {3072, 768}, {768, 3072}})
-      for (const auto& [name, fn] : kernels)
-        benchmark::RegisterBenchmark(name, fn)
-            ->Args({m, n, k})
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+      add(m, n, k);
+  // RLX_GEMM_BENCH_LARGE=1 (scripts/gpu-check.sh, on a GPU): BERT-base b8 s128's products (1024
+  // rows) and square products up to 4096, where a GPU approaches its peak.
+  if (const char* large = std::getenv("RLX_GEMM_BENCH_LARGE"); large && *large == '1') {
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{768, 768}, {3072, 768}, {768, 3072}})
+      add(1024, n, k);
+    for (std::int64_t s : {1024, 2048, 4096})
+      add(s, s, s);
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv))
     return 1;
