@@ -1,6 +1,7 @@
 // executable_test.cpp: the OpenCL executable below the conformance table: the arena split, the
 // program cache, I/O errors, run-time index errors, and a clear error for a missing device.
 #include "executable.hpp"
+#include "lower.hpp"
 #include "program_cache.hpp"
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/compile/weights.hpp"
@@ -58,6 +59,56 @@ ir::Graph small_graph() {
 std::unique_ptr<compile::Executable> compile_for(const OpenClBackend& be, const ir::Graph& g) {
   compile::CompileResult r = compile::CompilePipeline(be).run(g);
   return be.compile(r.lir);
+}
+
+TEST(AttentionChoice, TilesFromSixteenQueryRowsWhereTheyFit) {
+  const std::size_t d64 = attention_tile_bytes(64, 64);
+  EXPECT_EQ(d64, (16u * 65 + 16u * 128) * 4); // Q tile padded by one float a row, K and V tiles
+  for (const char* type : {"cpu", "gpu"}) {
+    EXPECT_TRUE(attention_tiled(AttentionKernel::automatic, type, 16, d64, 65536)) << type;
+    EXPECT_TRUE(attention_tiled(AttentionKernel::automatic, type, 128, d64, 65536)) << type;
+    EXPECT_FALSE(attention_tiled(AttentionKernel::automatic, type, 15, d64, 65536)) << type;
+    EXPECT_FALSE(attention_tiled(AttentionKernel::automatic, type, 1, d64, 65536)) << type;
+  }
+  // Tiles larger than the device's local memory: the rows kernel, pinned or not.
+  const std::size_t d256 = attention_tile_bytes(256, 256);
+  EXPECT_FALSE(attention_tiled(AttentionKernel::automatic, "gpu", 128, d256, 32768));
+  EXPECT_FALSE(attention_tiled(AttentionKernel::tiled, "gpu", 128, d256, 32768));
+  EXPECT_TRUE(attention_tiled(AttentionKernel::tiled, "gpu", 1, d64, 65536));
+  EXPECT_FALSE(attention_tiled(AttentionKernel::rows, "gpu", 128, d64, 65536));
+}
+
+TEST(AttentionChoice, APrefillRunsTheTilesAndADecodeStepTheRows) {
+  // q [1, S, 4, 16], k / v [1, 40, 2, 16] (GQA, causal): 32 query rows take the tiles, 3 the rows.
+  auto graph = [](std::int64_t sq) {
+    ir::Graph g;
+    ir::Builder b(g);
+    auto q = b.input("q", ir::Shape::of({1, sq, 4, 16}));
+    auto k = b.input("k", ir::Shape::of({1, 40, 2, 16}));
+    auto v = b.input("v", ir::Shape::of({1, 40, 2, 16}));
+    ir::AttentionAttrs a;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    a.mask = ir::MaskKind::causal;
+    b.output(b.op(ir::OpKind::Attention, {q, k, v}, a));
+    return g;
+  };
+  const OpenClBackend be;
+  for (std::int64_t sq : {32, 3}) {
+    const ir::Graph g = graph(sq);
+    auto exe = compile_for(be, g);
+    const std::string l = kernel_listing(*exe);
+    EXPECT_EQ(l.find("attention_tiled_f32_k") != std::string::npos, sq == 32) << l;
+    ir::reference::TensorMap in;
+    unsigned seed = 10;
+    for (ir::NodeId id : g.inputs()) {
+      const std::string& name = g.node(id).attr<ir::LeafAttrs>().name;
+      in[name] = random_f32(g.shape(id), seed++);
+      exe->set_input(name, in[name]);
+    }
+    exe->execute();
+    EXPECT_LT(ir::max_abs_diff(exe->output(0), ir::reference::evaluate(g, in, {})[0]), 1e-5);
+  }
 }
 
 TEST(Executable, ArenaLargerThanOneAllocationSplitsIntoBuffers) {
