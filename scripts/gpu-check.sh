@@ -20,6 +20,7 @@
 #         gemm.json          GEMM GFLOP/s: our tiled and rows kernels against CLBlast (and oneDNN on
 #                            the host), anchor shapes plus 1024-row and square products to 4096
 #         attention.json     the rows and tiled attention kernels on the anchor shapes
+#         train.jsonl        `rlx train --device opencl` then cpu: the digits MLP, 100 AdamW steps
 #         summary.txt        one line per step: its exit status and wall time
 #
 # Device call (as a session would make it; --budget leaves time for a rerun):
@@ -142,6 +143,15 @@ for d in opencl cpu; do
     step "bench $m b$b $d" 60 "$bin/rlx" bench ${flags[$m]} --batch "$b" --device "$d" \
       --runs 20 --warmup 3 --json >>"$out/bench.jsonl" 2>>"$out/env.txt"
   done
+done
+
+# Training on the GPU: the digits MLP (data/digits travels with the tree), 100 AdamW steps on
+# each device, the same losses expected (Cli.OpenClTrainsTheDigitsMlpAsTheCpuDoes on pocl).
+: >"$out/train.jsonl"
+for d in opencl cpu; do
+  step "train mlp $d" 60 "$bin/rlx" train --model mlp --data "$root/data/digits" --batch 64 \
+    --steps 100 --eval-every 50 --optimizer adamw --lr 0.003 --seed 1 --json --device "$d" \
+    >>"$out/train.jsonl" 2>>"$out/env.txt"
 done
 
 echo "total $(($(date +%s) - start)) s of a $budget s budget" >>"$summary"
