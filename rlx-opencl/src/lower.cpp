@@ -107,8 +107,8 @@ std::size_t attention_tile_bytes(std::int64_t D, std::int64_t Dv) {
          sizeof(float);
 }
 
-bool attention_tiled(AttentionKernel k, const std::string& device_type, std::int64_t Sq,
-                     std::size_t tile_bytes, std::int64_t local_memory) {
+bool attention_tiled(AttentionKernel k, std::int64_t Sq, std::size_t tile_bytes,
+                     std::int64_t local_memory) {
   const bool fits = static_cast<std::int64_t>(tile_bytes) <= local_memory;
   switch (k) {
   case AttentionKernel::rows:
@@ -122,8 +122,8 @@ bool attention_tiled(AttentionKernel k, const std::string& device_type, std::int
   // the rows kernel's time at every anchor shape (s128-s512), so tiled wherever they fit. On a
   // GPU they read K / V from global memory once per 16 query rows instead of once per row (not
   // measured here). A group of 16 items needs 16 query rows to fill it: decode steps (and other
-  // short query blocks) keep the rows kernel. The device type does not enter the rule yet.
-  (void)device_type;
+  // short query blocks) keep the rows kernel. The device type does not enter the rule yet (a GPU
+  // measurement may make it).
   return fits && Sq >= kAttnTileRows;
 }
 
@@ -721,8 +721,8 @@ void lower_attention(Lowerer& L) {
                 ": the default scale 1/sqrt(D) needs head_dim D > 0");
   const double scale = a.scale.value_or(1.0 / std::sqrt(static_cast<double>(D)));
   const std::size_t tile_bytes = attention_tile_bytes(D, Dv);
-  const bool tiled = attention_tiled(L.attention(), L.runtime().device.info.type, Sq, tile_bytes,
-                                     L.runtime().device.info.local_memory);
+  const bool tiled =
+      attention_tiled(L.attention(), Sq, tile_bytes, L.runtime().device.info.local_memory);
   Step& s = L.launch(tiled ? "attention_tiled_f32_k" : "attention_f32_k");
   for (std::size_t i = 0; i < 3; ++i)
     L.tensor(n.inputs[i], 4);

@@ -102,10 +102,10 @@ private:
 /// Local memory of attention_tiled_f32_k's tiles for head dims \p D (queries, keys) and \p Dv.
 std::size_t attention_tile_bytes(std::int64_t D, std::int64_t Dv);
 /// Whether Attention with \p Sq query rows runs attention_tiled_f32_k under the backend's choice
-/// \p k on a device of type \p device_type with \p local_memory bytes of local memory (the tiles
-/// need \p tile_bytes); else attention_f32_k. (The measurements behind it: DESIGN.md.)
-bool attention_tiled(AttentionKernel k, const std::string& device_type, std::int64_t Sq,
-                     std::size_t tile_bytes, std::int64_t local_memory);
+/// \p k on a device with \p local_memory bytes of local memory (the tiles need \p tile_bytes);
+/// else attention_f32_k. (The measurements behind it: DESIGN.md, "Attention".)
+bool attention_tiled(AttentionKernel k, std::int64_t Sq, std::size_t tile_bytes,
+                     std::int64_t local_memory);
 
 /// Which kernel runs one product.
 enum class GemmPath : std::uint8_t { rows, tiled, clblast };

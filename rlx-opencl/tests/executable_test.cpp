@@ -64,18 +64,16 @@ std::unique_ptr<compile::Executable> compile_for(const OpenClBackend& be, const 
 TEST(AttentionChoice, TilesFromSixteenQueryRowsWhereTheyFit) {
   const std::size_t d64 = attention_tile_bytes(64, 64);
   EXPECT_EQ(d64, (16u * 65 + 16u * 128) * 4); // Q tile padded by one float a row, K and V tiles
-  for (const char* type : {"cpu", "gpu"}) {
-    EXPECT_TRUE(attention_tiled(AttentionKernel::automatic, type, 16, d64, 65536)) << type;
-    EXPECT_TRUE(attention_tiled(AttentionKernel::automatic, type, 128, d64, 65536)) << type;
-    EXPECT_FALSE(attention_tiled(AttentionKernel::automatic, type, 15, d64, 65536)) << type;
-    EXPECT_FALSE(attention_tiled(AttentionKernel::automatic, type, 1, d64, 65536)) << type;
-  }
+  EXPECT_TRUE(attention_tiled(AttentionKernel::automatic, 16, d64, 65536));
+  EXPECT_TRUE(attention_tiled(AttentionKernel::automatic, 128, d64, 65536));
+  EXPECT_FALSE(attention_tiled(AttentionKernel::automatic, 15, d64, 65536));
+  EXPECT_FALSE(attention_tiled(AttentionKernel::automatic, 1, d64, 65536));
   // Tiles larger than the device's local memory: the rows kernel, pinned or not.
   const std::size_t d256 = attention_tile_bytes(256, 256);
-  EXPECT_FALSE(attention_tiled(AttentionKernel::automatic, "gpu", 128, d256, 32768));
-  EXPECT_FALSE(attention_tiled(AttentionKernel::tiled, "gpu", 128, d256, 32768));
-  EXPECT_TRUE(attention_tiled(AttentionKernel::tiled, "gpu", 1, d64, 65536));
-  EXPECT_FALSE(attention_tiled(AttentionKernel::rows, "gpu", 128, d64, 65536));
+  EXPECT_FALSE(attention_tiled(AttentionKernel::automatic, 128, d256, 32768));
+  EXPECT_FALSE(attention_tiled(AttentionKernel::tiled, 128, d256, 32768));
+  EXPECT_TRUE(attention_tiled(AttentionKernel::tiled, 1, d64, 65536));
+  EXPECT_FALSE(attention_tiled(AttentionKernel::rows, 128, d64, 65536));
 }
 
 TEST(AttentionChoice, APrefillRunsTheTilesAndADecodeStepTheRows) {
