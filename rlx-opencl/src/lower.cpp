@@ -91,10 +91,23 @@ std::string sized(const char* family, std::size_t bytes) {
 
 } // namespace
 
+NormGradBlocks norm_grad_blocks(std::int64_t rows) {
+  // Blocks of at least 64 rows, at most 64 blocks: enough items for a GPU at the models' widths
+  // (D x blocks), few enough partials that the second level is short.
+  NormGradBlocks b;
+  b.blocks = std::clamp<std::int64_t>((rows + 63) / 64, 1, 64);
+  b.chunk = std::max<std::int64_t>((rows + b.blocks - 1) / b.blocks, 1);
+  return b;
+}
+
 std::int64_t norm_grad_scratch_bytes(const ir::Graph& g, ir::NodeId id) {
   const ir::Shape& x = g.shape(g.node(id).inputs[0]);
   const std::int64_t d = x.rank() == 0 ? 1 : x.sizes().back();
-  return d == 0 ? 0 : x.numel() / d * 2 * static_cast<std::int64_t>(sizeof(float));
+  if (d == 0)
+    return 0;
+  const std::int64_t rows = x.numel() / d;
+  return (2 * rows + norm_grad_blocks(rows).blocks * 2 * d) *
+         static_cast<std::int64_t>(sizeof(float));
 }
 
 namespace {
@@ -595,7 +608,8 @@ void lower_residual_norm(Lowerer& L) {
 }
 
 /// LayerNormGrad / RmsNormGrad: dx row by row (one work-group per row, each row's mean and
-/// 1 / std into the node's scratch), then dgamma (and dbeta) one item per column over the rows.
+/// 1 / std into the node's scratch), then dgamma (and dbeta) in two levels: per (column, row
+/// block) partial sums into the scratch, then per column their sum in block order.
 void lower_norm_grad(Lowerer& L) {
   const ir::Graph& g = L.graph();
   const ir::Node& n = g.node(L.node());
@@ -621,14 +635,31 @@ void lower_norm_grad(Lowerer& L) {
   }
   if (D == 0)
     return;
-  L.launch("norm_grad_params_f32_k");
+  // The partial sums follow the rows' statistics in the scratch.
+  const NormGradBlocks nb = norm_grad_blocks(rows);
+  const std::int64_t parts = stats.offset / 4 + 2 * rows;
+  Step& p = L.launch("norm_grad_partials_f32_k");
   L.tensor(n.inputs[0], 4);
   L.tensor(n.inputs[2], 4);
   L.arg<cl_mem>(stats.mem);
   L.arg<cl_long>(stats.offset / 4);
+  L.arg<cl_mem>(stats.mem);
+  L.arg<cl_long>(parts);
+  L.arg<cl_long>(rows);
+  L.arg<cl_long>(D);
+  L.arg<cl_long>(nb.chunk);
+  L.arg<cl_int>(ln ? 1 : 0);
+  p.dims = 2;
+  p.global[0] = static_cast<std::size_t>((D + 63) / 64 * 64);
+  p.global[1] = static_cast<std::size_t>(nb.blocks);
+  p.local[0] = 64;
+  p.local[1] = 1;
+  L.launch("norm_grad_params_f32_k");
+  L.arg<cl_mem>(stats.mem);
+  L.arg<cl_long>(parts);
   L.tensor(L.node(), 4, n.shape.part_offset(1) / 4);
   L.tensor(L.node(), 4, n.shape.part_offset(ln ? 2 : 1) / 4);
-  L.arg<cl_long>(rows);
+  L.arg<cl_long>(nb.blocks);
   L.arg<cl_long>(D);
   L.arg<cl_int>(ln ? 1 : 0);
   L.range1(D);

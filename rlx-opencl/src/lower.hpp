@@ -120,7 +120,15 @@ GemmPath gemm_path(GemmKernel k, const std::string& device_type, std::int64_t M,
 void clblast_gemm(Lowerer& L, ir::NodeId a, ir::NodeId b, bool transpose_a, bool transpose_b,
                   std::int64_t M, std::int64_t N, std::int64_t K);
 
-/// Scratch bytes of LayerNormGrad / RmsNormGrad node \p id: each row's mean and 1 / std (f32).
+/// How LayerNormGrad / RmsNormGrad split their column sums over the rows: \p blocks row blocks of
+/// \p chunk rows (the last may be shorter or empty).
+struct NormGradBlocks {
+  std::int64_t blocks = 1, chunk = 1;
+};
+/// The row blocks of a norm's backward over \p rows rows.
+NormGradBlocks norm_grad_blocks(std::int64_t rows);
+/// Scratch bytes of LayerNormGrad / RmsNormGrad node \p id: each row's mean and 1 / std, then the
+/// per-block partial column sums (2 D a block), f32.
 std::int64_t norm_grad_scratch_bytes(const ir::Graph& g, ir::NodeId id);
 
 /// Lowers the current node, an ElementwiseRegion, to one generated kernel (region.cpp).

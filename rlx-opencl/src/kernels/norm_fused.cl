@@ -79,22 +79,43 @@ norm_grad_rows_f32_k(__global const float* x, long xo, __global const float* gam
   }
 }
 
-/// The parameter part of LayerNormGrad / RmsNormGrad, one item per column j, rows in order
-/// (deterministic, no atomics): dgamma[j] = sum over rows of dy xh, dbeta[j] (ln = 1) = sum of
-/// dy, accumulated in acc_t and rounded once; (mean, r) of each row from norm_grad_rows_f32_k.
-__kernel void norm_grad_params_f32_k(__global const float* x, long xo, __global const float* dy,
-                                     long dyo, __global const float* stats, long sto,
-                                     __global float* dgamma, long dgo, __global float* dbeta,
-                                     long dbo, long rows, long D, int ln) {
-  const long j = get_global_id(0);
+/// The parameter part of LayerNormGrad / RmsNormGrad, first level: item (j, p) sums column j
+/// over row block p ([p chunk, (p + 1) chunk) of the rows, in order) into part[p 2D + j] (dy xh,
+/// for dgamma) and part[p 2D + D + j] (dy, for dbeta; ln = 1), summed in acc_t; (mean, r) of
+/// each row from norm_grad_rows_f32_k. Deterministic: no atomics, a fixed order.
+__kernel void norm_grad_partials_f32_k(__global const float* x, long xo, __global const float* dy,
+                                       long dyo, __global const float* stats, long sto,
+                                       __global float* part, long po, long rows, long D,
+                                       long chunk, int ln) {
+  const long j = get_global_id(0), p = get_global_id(1);
   if (j >= D)
     return;
   acc_t sg = 0, sb = 0;
-  for (long row = 0; row < rows; ++row) {
+  const long end = min(rows, (p + 1) * chunk);
+  for (long row = p * chunk; row < end; ++row) {
     const float d = dy[dyo + row * D + j];
     const float xh = (x[xo + row * D + j] - stats[sto + 2 * row]) * stats[sto + 2 * row + 1];
     sg += d * xh;
     sb += d;
+  }
+  part[po + p * 2 * D + j] = (float)sg;
+  if (ln)
+    part[po + p * 2 * D + D + j] = (float)sb;
+}
+
+/// Second level: dgamma[j] (and dbeta[j], ln = 1) = the sum of the \p blocks partial sums of
+/// column j, in block order, in acc_t, rounded once.
+__kernel void norm_grad_params_f32_k(__global const float* part, long po, __global float* dgamma,
+                                     long dgo, __global float* dbeta, long dbo, long blocks,
+                                     long D, int ln) {
+  const long j = get_global_id(0);
+  if (j >= D)
+    return;
+  acc_t sg = 0, sb = 0;
+  for (long p = 0; p < blocks; ++p) {
+    sg += part[po + p * 2 * D + j];
+    if (ln)
+      sb += part[po + p * 2 * D + D + j];
   }
   dgamma[dgo + j] = (float)sg;
   if (ln)

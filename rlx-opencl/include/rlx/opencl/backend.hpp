@@ -70,7 +70,8 @@ public:
   /// on it.
   std::int64_t alignment() const override;
   /// Kernel scratch of node \p id: LayerNormGrad / RmsNormGrad keep each row's mean and 1 / std
-  /// (8 bytes a row) for their column sums; every other kernel needs none.
+  /// (8 bytes a row) and their per-row-block partial column sums (8 D bytes a block, at most 64
+  /// blocks) for dgamma / dbeta; every other kernel needs none.
   std::int64_t scratch_bytes(const ir::Graph& g, ir::NodeId id) const override;
   /// Compiles an LIR module planned with this backend's alignment(). Throws Error naming the node
   /// when an op is not claimed or a kernel cannot take it.
