@@ -3,7 +3,9 @@
 // (provider order rotated every round; the median of the rounds' medians is reported), so a
 // loaded machine slows every provider alike.
 //
-//   rlx_cpu_gemm_bench [--threads N] [--rounds R] [--reps K]
+//   rlx_cpu_gemm_bench [--threads N] [--rounds R] [--reps K] [--cores]
+//
+// --cores adds each provider's CPU seconds per wall second (how many cores it kept busy).
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/builder.hpp"
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <random>
 #include <string>
@@ -62,8 +65,16 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int threads = 2, rounds = 7, reps = 15;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool cores = false;
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
+    if (a == "--cores") {
+      cores = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc)
+      break;
     if (a == "--threads")
       threads = std::stoi(argv[i + 1]);
     else if (a == "--rounds")
@@ -105,16 +116,21 @@ int main(int argc, char** argv) {
       exes.push_back(std::move(exe));
     }
     std::vector<std::vector<double>> per(exes.size());
+    std::vector<double> cpu_s(exes.size()), wall_s(exes.size());
     for (int r = 0; r < rounds; ++r)
       for (std::size_t q = 0; q < exes.size(); ++q) {
         const std::size_t i = (q + static_cast<std::size_t>(r)) % exes.size();
         std::vector<double> t;
         exes[i]->execute();
+        const std::clock_t c0 = std::clock();
+        const auto w0 = std::chrono::steady_clock::now();
         for (int k = 0; k < reps; ++k) {
           const auto t0 = std::chrono::steady_clock::now();
           exes[i]->execute();
           t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
+        cpu_s[i] += static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+        wall_s[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
         per[i].push_back(median(t));
       }
     const double flops = 2.0 * static_cast<double>(s.m * s.k * s.n);
@@ -123,6 +139,9 @@ int main(int argc, char** argv) {
                 s.tb ? "B" : "-", s.epilogue[0] ? "e" : "-");
     for (auto& v : per)
       std::printf(" %9.1f", flops / median(v) / 1e9);
+    if (cores) // CPU seconds per wall second while each provider ran (its cores' share)
+      for (std::size_t i = 0; i < per.size(); ++i)
+        std::printf(" %4.2f", cpu_s[i] / wall_s[i]);
     std::printf("\n");
     std::fflush(stdout);
   }
