@@ -3,9 +3,10 @@
 // (provider order rotated every round; the median of the rounds' medians is reported), so a
 // loaded machine slows every provider alike.
 //
-//   rlx_cpu_gemm_bench [--threads N] [--rounds R] [--reps K] [--cores]
+//   rlx_cpu_gemm_bench [--threads N] [--rounds R] [--reps K] [--cores] [--list]
 //
-// --cores adds each provider's CPU seconds per wall second (how many cores it kept busy).
+// --cores adds each provider's CPU seconds per wall second (how many cores it kept busy); --list
+// prints each executable's kernel listing.
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/builder.hpp"
@@ -65,9 +66,14 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int threads = 2, rounds = 7, reps = 15;
-  bool cores = false;
+  bool cores = false, list = false;
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
+    if (a == "--list") {
+      list = true;
+      --i;
+      continue;
+    }
     if (a == "--cores") {
       cores = true;
       --i;
@@ -113,6 +119,8 @@ int main(int argc, char** argv) {
         exe->set_param(g.node(id).attr<ir::LeafAttrs>().name,
                        random_tensor(g.node(id).shape, seed++));
       exe->execute(); // warm-up (first touch, packing)
+      if (list)
+        std::printf("%s", cpu::kernel_listing(*exe).c_str());
       exes.push_back(std::move(exe));
     }
     std::vector<std::vector<double>> per(exes.size());

@@ -224,6 +224,7 @@ RLX_CPU_MULTIVERSION void activation_epilogue(void* arg, float* c, std::int64_t 
   with_unary<float>(op, [&](auto f) {
     for (int r = 0; r < rows; ++r) {
       float* row = c + r * ldc;
+#pragma omp simd
       for (int j = 0; j < cols; ++j)
         row[j] = f(row[j]);
     }

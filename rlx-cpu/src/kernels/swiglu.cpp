@@ -170,8 +170,7 @@ bool accepts_openblas_pair(const NodeView& n) {
 
 bool accepts_packed_pair(const NodeView& n) {
   return accepts_float(n) &&
-         choose_gemm(gemm_spec(n, 1, true), n.opts, n.threads) == GemmImpl::packed &&
-         choose_gemm(gemm_spec(n, 2, false), n.opts, n.threads) == GemmImpl::packed;
+         choose_gemm(gemm_spec(n, 1, true), n.opts, n.threads) == GemmImpl::packed;
 }
 
 constexpr KernelImpl kSwiGlu[] = {{"tbb", accepts_float, nullptr, make_swiglu}};
