@@ -220,6 +220,16 @@ TEST(GemmPacked, OddSizesMatchTheDoubleProductOnEveryIsa) {
         }
 }
 
+TEST(GemmPacked, EmptyK) { // C = act(bias): the sum over no terms is 0
+  for (Isa isa : supported_isas()) {
+    Case c{{5, 0}, {0, 19}, {5, 19}};
+    c.bias = true;
+    c.act = ir::Activation::silu;
+    check(c, isa, 2);
+    check({{5, 0}, {0, 19}, {5, 19}}, isa, 1);
+  }
+}
+
 TEST(GemmPacked, TransposesBiasAndEveryEpilogue) {
   for (Isa isa : supported_isas())
     for (bool ta : {false, true})
