@@ -317,6 +317,10 @@ TEST(GemmPacked, ForcedProviderMatchesTheReferenceAcrossWeightUpdates) {
        p = listing.find("[packed]", p + 1))
     ++packed;
   EXPECT_EQ(packed, 3u) << listing;
+  // Each names the ISA its tile code was compiled for.
+  const std::string isa =
+      std::string("[packed] (") + cpu::packed::isa_name(cpu::packed::best_isa());
+  EXPECT_NE(listing.find(isa), std::string::npos) << listing;
   for (std::uint64_t round = 0; round < 2; ++round) {
     ir::reference::TensorMap in, params;
     in["x"] = random_tensor(ir::Shape({33, 65}), 10 + round);

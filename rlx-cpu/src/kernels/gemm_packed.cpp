@@ -237,7 +237,7 @@ constexpr std::int64_t kSplitWork = 4 * kTaskWork;
 class PackedMatmul final : public Kernel {
 public:
   PackedMatmul(const MatMulSpec& s, std::byte* scratch, Isa isa)
-      : s_(s), g_(packed_geometry(s)), isa_(isa), kern_(packed::kernels(isa)),
+      : s_(s), g_(packed_geometry(s)), kern_(packed::kernels(isa)),
         b_(blocking(g_, isa, std::max(1, s.threads))), scratch_(packed_scratch(s, g_, isa)),
         a_pack_(reinterpret_cast<float*>(scratch)) {
     if (s.dtype != ir::DType::f32)
@@ -247,6 +247,8 @@ public:
     if (auto op = activation_op(s.act))
       act_ = *op;
     const int nr = kern_.tile_cols();
+    set_note(std::string(packed::isa_name(isa)) + " " + std::to_string(kern_.tile_rows()) + "x" +
+             std::to_string(nr));
     if (prepacked(s)) {
       // The weight's packed copy, kept by the executable (refreshed when the weight changes).
       const std::int64_t k = g_.k, n = g_.n;
@@ -332,7 +334,6 @@ public:
 private:
   MatMulSpec s_;
   PackedGeometry g_;
-  Isa isa_;
   packed::IsaKernels kern_;
   Blocking b_;
   PackedScratch scratch_;

@@ -395,7 +395,11 @@ bool accepts_packed(const NodeView& n) {
 /// \p k with the listing's note on how its provider was chosen.
 std::unique_ptr<Kernel> noted(std::unique_ptr<Kernel> k, const MatMulSpec& s,
                               const LowerContext& c) {
-  k->set_note(gemm_choice_note(s, c.opts, c.threads));
+  // The choice's note first, then the kernel's own (the packed GEMM's ISA and tile).
+  std::string note = gemm_choice_note(s, c.opts, c.threads);
+  if (!k->note().empty())
+    note = note.empty() ? k->note() : note + "; " + k->note();
+  k->set_note(std::move(note));
   return k;
 }
 std::int64_t onednn_scratch(const NodeView& n) {
