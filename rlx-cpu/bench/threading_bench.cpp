@@ -2,8 +2,8 @@
 // thread pools share the cores (run it under different OMP_WAIT_POLICY / GOMP_SPINCOUNT settings:
 // libgomp reads them when it loads, so they must be set before the program starts).
 //
-//   rlx_cpu_threading_bench [--gemm auto|onednn|openblas] [--threads N] [--layers L] [--batch B]
-//                           [--seq S] [--reps R] [--profile]
+//   rlx_cpu_threading_bench [--gemm auto|onednn|openblas|packed] [--threads N]
+//                           [--layers L] [--batch B] [--seq S] [--reps R] [--profile]
 #include "bert_layer.hpp"
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"

@@ -21,16 +21,19 @@ std::string_view gemm_provider_name(GemmProvider p) {
     return "onednn";
   case GemmProvider::openblas:
     return "openblas";
+  case GemmProvider::packed:
+    return "packed";
   }
   return "?";
 }
 
 GemmProvider parse_gemm_provider(std::string_view name) {
-  for (GemmProvider p : {GemmProvider::automatic, GemmProvider::onednn, GemmProvider::openblas})
+  for (GemmProvider p : {GemmProvider::automatic, GemmProvider::onednn, GemmProvider::openblas,
+                         GemmProvider::packed})
     if (gemm_provider_name(p) == name)
       return p;
   throw Error("rlx-cpu: unknown GEMM provider '" + std::string(name) +
-              "' (auto, onednn or openblas)");
+              "' (auto, onednn, openblas or packed)");
 }
 
 CpuBackend::CpuBackend(CpuOptions opts) : opts_(opts) {

@@ -79,6 +79,41 @@ std::shared_ptr<compile::WeightRegion::Derived> make_packed(const dnnl::memory::
   return d;
 }
 
+/// The kind of the region's copies in layouts of rlx's own (kind + ":" + the layout's name).
+constexpr std::string_view kOwnKind = "rlx-packed:";
+
+/// A weight copy in a layout of rlx's own (the packed GEMM's panels).
+struct OwnPacked {
+  std::unique_ptr<std::byte[], FreeAligned> buffer;
+};
+
+/// A derived weight copy of \p bytes in layout \p layout, converted by \p pack / \p unpack.
+std::shared_ptr<compile::WeightRegion::Derived> make_own(const std::string& layout,
+                                                         std::int64_t bytes,
+                                                         const onednn::OwnPackFn& pack,
+                                                         const onednn::OwnPackFn& unpack) {
+  auto w = std::make_shared<OwnPacked>();
+  w->buffer.reset(static_cast<std::byte*>(
+      std::aligned_alloc(kArenaAlignment, static_cast<std::size_t>((bytes + 63) / 64 * 64))));
+  if (!w->buffer)
+    throw Error("rlx-cpu: cannot allocate " + std::to_string(bytes) + " bytes of packed weights");
+  auto d = std::make_shared<compile::WeightRegion::Derived>();
+  std::byte* buf = w->buffer.get();
+  d->kind = std::string(kOwnKind) + layout;
+  d->bytes = bytes;
+  d->refresh = [buf, pack](const std::byte* plain) { pack(plain, buf); };
+  d->restore = [buf, unpack](std::byte* plain) { unpack(buf, plain); };
+  d->state = std::move(w);
+  return d;
+}
+
+/// The buffer of a derived copy made by make_packed() or make_own().
+std::byte* copy_buffer(const compile::WeightRegion::Derived& d) {
+  if (d.kind == kPackedKind)
+    return static_cast<PackedWeight*>(d.state.get())->buffer.get();
+  return static_cast<OwnPacked*>(d.state.get())->buffer.get();
+}
+
 /// Copies \p bytes from an operand's buffer at a byte offset: a pure view whose own buffer was not
 /// aliased to its operand (a view that is also a graph output).
 class ViewCopy final : public Kernel {
@@ -260,11 +295,7 @@ void* CpuExecutable::packed(ir::NodeId source, const std::byte* src,
                             const dnnl::memory::desc& src_md, const dnnl::memory::desc& packed_md) {
   const ir::Node& n = building_->node(source);
   auto count = [&](const std::shared_ptr<compile::WeightRegion::Derived>& d) {
-    if (std::find(used_copies_.begin(), used_copies_.end(), d.get()) == used_copies_.end()) {
-      used_copies_.push_back(d.get());
-      packed_bytes_ += d->bytes;
-    }
-    return static_cast<PackedWeight*>(d->state.get())->buffer.get();
+    return count_copy(d);
   };
   if (n.op == ir::OpKind::Param) {
     // Read through the packed copy, not plainly (the matmul resolved its address all the same).
@@ -284,13 +315,48 @@ void* CpuExecutable::packed(ir::NodeId source, const std::byte* src,
     return count(d);
   }
   for (const ConstantPack& p : constant_packs_)
-    if (p.source == source &&
+    if (p.source == source && p.copy->kind == kPackedKind &&
         static_cast<PackedWeight*>(p.copy->state.get())->packed_md == packed_md)
       return count(p.copy);
   auto d = make_packed(src_md, packed_md);
   d->refresh(src); // a constant: its value is in the arena already
   constant_packs_.push_back({source, d});
   return count(d);
+}
+
+std::byte* CpuExecutable::count_copy(const std::shared_ptr<compile::WeightRegion::Derived>& d) {
+  if (std::find(used_copies_.begin(), used_copies_.end(), d.get()) == used_copies_.end()) {
+    used_copies_.push_back(d.get());
+    packed_bytes_ += d->bytes;
+  }
+  return copy_buffer(*d);
+}
+
+void* CpuExecutable::packed_own(ir::NodeId source, const std::byte* src, const std::string& layout,
+                                std::int64_t bytes, const onednn::OwnPackFn& pack,
+                                const onednn::OwnPackFn& unpack) {
+  const ir::Node& n = building_->node(source);
+  const std::string kind = std::string(kOwnKind) + layout;
+  if (n.op == ir::OpKind::Param) {
+    // Read through the packed copy, not plainly (the matmul resolved its address all the same).
+    --plain_reads_[source.v];
+    const std::string& name = n.attr<ir::LeafAttrs>().name;
+    for (const auto& d : weights_->derived(name))
+      if (d->kind == kind) {
+        weights_->use_derived(name, d, this);
+        return count_copy(d);
+      }
+    auto d = make_own(layout, bytes, pack, unpack);
+    weights_->add_derived(name, d, this);
+    return count_copy(d);
+  }
+  for (const ConstantPack& p : constant_packs_)
+    if (p.source == source && p.copy->kind == kind)
+      return count_copy(p.copy);
+  auto d = make_own(layout, bytes, pack, unpack);
+  d->refresh(src); // a constant: its value is in the arena already
+  constant_packs_.push_back({source, d});
+  return count_copy(d);
 }
 
 CpuExecutable::~CpuExecutable() {

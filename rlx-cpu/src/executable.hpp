@@ -85,6 +85,11 @@ private:
   void build(const ir::Module& lir, const CpuBackend& backend);
   void* packed(ir::NodeId source, const std::byte* src, const dnnl::memory::desc& src_md,
                const dnnl::memory::desc& packed_md) override;
+  void* packed_own(ir::NodeId source, const std::byte* src, const std::string& layout,
+                   std::int64_t bytes, const onednn::OwnPackFn& pack,
+                   const onednn::OwnPackFn& unpack) override;
+  /// Counts derived copy \p d in packed_bytes_ once; \returns its buffer.
+  std::byte* count_copy(const std::shared_ptr<compile::WeightRegion::Derived>& d);
 
   std::shared_ptr<compile::WeightRegion> weights_;
   compile::HostPages arena_;

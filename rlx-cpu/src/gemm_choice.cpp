@@ -1,8 +1,8 @@
-// gemm_choice.cpp: `--gemm auto`: every f32 product shape timed once on oneDNN and OpenBLAS (with
-// its epilogue), on buffers of the real shape with the weights packed as the kernel reads them,
-// each in a block after its own warm-up, median; the fastest is cached by shape, transposes,
-// epilogue, packable weights, threads and ISA, in the process and in a record file that later
-// processes read (so every process on a machine makes the same choice: a resumed training run
+// gemm_choice.cpp: `--gemm auto`: every f32 product shape timed once on oneDNN, OpenBLAS and the
+// packed GEMM (with its epilogue), on buffers of the real shape with the weights packed as the
+// kernel reads them, each in a block after its own warm-up, median; the fastest is cached by shape,
+// transposes, epilogue, packable weights, threads and ISA, in the process and in a record file that
+// later processes read (so every process on a machine makes the same choice: a resumed training run
 // computes bit-identically to an uninterrupted one).
 #include "gemm_choice.hpp"
 
@@ -93,6 +93,12 @@ public:
     stream.wait();
     return buffers_.back().get();
   }
+  void* packed_own(ir::NodeId, const std::byte* src, const std::string&, std::int64_t bytes,
+                   const onednn::OwnPackFn& pack, const onednn::OwnPackFn&) override {
+    buffers_.push_back(aligned_bytes(bytes));
+    pack(src, buffers_.back().get());
+    return buffers_.back().get();
+  }
 
 private:
   std::vector<AlignedBytes> buffers_;
@@ -120,7 +126,8 @@ tbb::task_arena& measuring_pool(int threads) {
   return *p;
 }
 
-/// Times oneDNN against OpenBLAS on \p shape (addresses ignored) on \p threads threads.
+/// Times oneDNN, OpenBLAS and the packed GEMM on \p shape (addresses ignored) on \p threads
+/// threads.
 GemmChoice measure(const MatMulSpec& shape, int threads) {
   AlignedBytes a = random_floats(numel(shape.a_sizes));
   AlignedBytes b = random_floats(numel(shape.b_sizes));
@@ -136,8 +143,9 @@ GemmChoice measure(const MatMulSpec& shape, int threads) {
   s.packer = &packer;
   // A candidate that cannot run the product (oneDNN has no algorithm for the epilogue, ...) leaves
   // the choice to the other one, unmeasured.
-  AlignedBytes scratch;
-  std::unique_ptr<Kernel> cand[2];
+  s.threads = threads;
+  AlignedBytes scratch, packed_scratch;
+  std::unique_ptr<Kernel> cand[3];
   try {
     scratch = aligned_bytes(matmul_scratch_bytes(s, GemmImpl::onednn));
     cand[0] = make_matmul_kernel(s, GemmImpl::onednn, scratch.get());
@@ -151,6 +159,10 @@ GemmChoice measure(const MatMulSpec& shape, int threads) {
   } catch (const Error&) {
     return GemmChoice{GemmImpl::onednn};
   }
+  if (packed_gemm_accepts(s)) {
+    packed_scratch = aligned_bytes(matmul_scratch_bytes(s, GemmImpl::packed));
+    cand[2] = make_matmul_kernel(s, GemmImpl::packed, packed_scratch.get());
+  }
   dnnl::stream stream(onednn::engine());
   ExecContext ctx{&measuring_pool(threads), &stream, threads};
   set_openmp_threads(threads);
@@ -158,9 +170,11 @@ GemmChoice measure(const MatMulSpec& shape, int threads) {
   // Each candidate in a block of its own: a warm-up call (first touch of the output, and the hand
   // over from the other library's pool: TBB workers spin for a while after a task, which starves
   // the OpenMP threads oneDNN wakes next if the calls were interleaved), then timed calls.
-  std::vector<double> t[2];
+  std::vector<double> t[3];
   int reps = kMinReps;
-  for (int i : {0, 1}) {
+  for (int i : {0, 1, 2}) {
+    if (!cand[i])
+      continue;
     const double warm = run_ms(*cand[i], ctx);
     if (i == 0)
       reps =
@@ -172,7 +186,10 @@ GemmChoice measure(const MatMulSpec& shape, int threads) {
   c.measured = true;
   c.onednn_ms = median(t[0]);
   c.openblas_ms = median(t[1]);
+  c.packed_ms = cand[2] ? median(t[2]) : 0;
   c.impl = c.openblas_ms < c.onednn_ms ? GemmImpl::openblas : GemmImpl::onednn;
+  if (cand[2] && c.packed_ms < std::min(c.onednn_ms, c.openblas_ms))
+    c.impl = GemmImpl::packed;
   return c;
 }
 
@@ -189,7 +206,8 @@ std::string key_of(const MatMulSpec& s, int threads) {
   k += std::to_string(s.transpose_a) + std::to_string(s.transpose_b) +
        std::to_string(s.has_bias || s.bias) + std::to_string(static_cast<int>(s.act)) +
        std::to_string(s.pack_b) + ";t" + std::to_string(threads) + ";isa" +
-       std::to_string(static_cast<unsigned>(dnnl_get_effective_cpu_isa()));
+       std::to_string(static_cast<unsigned>(dnnl_get_effective_cpu_isa())) + ";" +
+       packed::isa_name(packed::best_isa()) + ";v2"; // v2: three candidates
   return k;
 }
 
@@ -226,8 +244,8 @@ public:
       ::close(fd_); // releases the lock
   }
 
-  /// The first well-formed record of \p key ("key \t onednn|openblas \t ms \t ms"); malformed
-  /// lines (a torn write, an edited file) are skipped.
+  /// The first well-formed record of \p key ("key \t onednn|openblas|packed \t ms \t ms \t ms");
+  /// malformed lines (a torn write, an edited file) are skipped.
   std::optional<GemmChoice> find(const std::string& key) const {
     if (fd_ < 0)
       return std::nullopt;
@@ -247,9 +265,12 @@ public:
       std::string k, impl;
       GemmChoice c;
       if (!std::getline(f, k, '\t') || k != key || !std::getline(f, impl, '\t') ||
-          !(f >> c.onednn_ms >> c.openblas_ms) || (impl != "onednn" && impl != "openblas"))
+          !(f >> c.onednn_ms >> c.openblas_ms >> c.packed_ms) ||
+          (impl != "onednn" && impl != "openblas" && impl != "packed"))
         continue;
-      c.impl = impl == "onednn" ? GemmImpl::onednn : GemmImpl::openblas;
+      c.impl = impl == "onednn"     ? GemmImpl::onednn
+               : impl == "openblas" ? GemmImpl::openblas
+                                    : GemmImpl::packed;
       c.measured = true;
       c.recorded = true;
       return c;
@@ -261,9 +282,9 @@ public:
   void add(const std::string& key, const GemmChoice& c) const {
     if (fd_ < 0)
       return;
-    char tail[96];
-    std::snprintf(tail, sizeof tail, "\t%s\t%.6f\t%.6f\n",
-                  c.impl == GemmImpl::onednn ? "onednn" : "openblas", c.onednn_ms, c.openblas_ms);
+    char tail[128];
+    std::snprintf(tail, sizeof tail, "\t%s\t%.6f\t%.6f\t%.6f\n", gemm_impl_name(c.impl),
+                  c.onednn_ms, c.openblas_ms, c.packed_ms);
     const std::string line = key + tail;
     [[maybe_unused]] const ssize_t w = ::write(fd_, line.data(), line.size());
   }
@@ -280,12 +301,22 @@ std::string GemmChoice::note() const {
            : over_budget              ? "auto: onednn, not measured (the measuring budget is spent)"
            : too_large                ? "auto: onednn, not measured (over 1 GiB of operands)"
                                       : "auto: onednn, not measured (little work)";
-  char buf[96];
-  const bool dnn = impl == GemmImpl::onednn;
-  std::snprintf(buf, sizeof buf, "auto: %s %.3f ms < %s %.3f ms%s", dnn ? "onednn" : "openblas",
-                dnn ? onednn_ms : openblas_ms, dnn ? "openblas" : "onednn",
-                dnn ? openblas_ms : onednn_ms, recorded ? ", recorded" : "");
-  return buf;
+  // The candidates fastest first (the packed GEMM only when it ran).
+  std::vector<std::pair<double, GemmImpl>> t{{onednn_ms, GemmImpl::onednn},
+                                             {openblas_ms, GemmImpl::openblas}};
+  if (packed_ms > 0)
+    t.emplace_back(packed_ms, GemmImpl::packed);
+  std::stable_sort(t.begin(), t.end(), [&](const auto& x, const auto& y) {
+    return (x.second == impl) != (y.second == impl) ? x.second == impl : x.first < y.first;
+  });
+  std::string out = "auto:";
+  char buf[64];
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s %s %.3f ms", i == 0 ? "" : " <", gemm_impl_name(t[i].second),
+                  t[i].first);
+    out += buf;
+  }
+  return out + (recorded ? ", recorded" : "");
 }
 
 std::string gemm_record_path() {

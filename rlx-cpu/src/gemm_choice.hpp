@@ -24,9 +24,11 @@ struct GemmChoice {
   /// Read from the record file (timed by an earlier process, or by this one before
   /// forget_gemm_choices).
   bool recorded = false;
-  /// Median milliseconds per call of each candidate (0 when not measured).
-  double onednn_ms = 0, openblas_ms = 0;
-  /// "auto: onednn 0.41 ms < openblas 0.55 ms" or why it was not measured (for the listing).
+  /// Median milliseconds per call of each candidate (0 when not measured; packed_ms also when
+  /// the packed GEMM declines the product).
+  double onednn_ms = 0, openblas_ms = 0, packed_ms = 0;
+  /// "auto: packed 0.38 ms < onednn 0.41 ms < openblas 0.55 ms" or why it was not measured (for
+  /// the listing).
   std::string note() const;
 };
 
@@ -43,7 +45,8 @@ GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_w
 
 /// The record file of measured choices: `$RLX_GEMM_CHOICES` (the value `off` turns the record
 /// off), else `$XDG_CACHE_HOME/rlx/gemm-choices.tsv`, else `~/.cache/rlx/gemm-choices.tsv`; empty
-/// when off. One line per choice: key, provider, both medians (ms). Malformed lines are skipped.
+/// when off. One line per choice: key, provider, the medians of oneDNN, OpenBLAS and the packed
+/// GEMM (ms; 0 when it declined). Malformed lines are skipped.
 std::string gemm_record_path();
 
 /// Forgets this process's remembered choices (tests: the next lookups read the record file).

@@ -2,6 +2,7 @@
 // fused MatMulBiasAct op (rlx-fusion's fuse-matmul-bias-act) lowers onto; MatMul uses none.
 #pragma once
 
+#include "gemm_packed.hpp"
 #include "kernel.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/attrs.hpp"
@@ -40,10 +41,15 @@ struct MatMulSpec {
   bool pack_b = false;
   ir::NodeId b_source;
   onednn::WeightPacker* packer = nullptr;
+  /// The threads the kernel runs on (the packed GEMM plans a packed A block per thread).
+  int threads = 1;
 };
 
 /// The GEMM implementations, in preference order.
-enum class GemmImpl : std::uint8_t { onednn, openblas, loop };
+enum class GemmImpl : std::uint8_t { onednn, openblas, loop, packed };
+
+/// The name of \p impl ("onednn", "openblas", "loop", "packed").
+const char* gemm_impl_name(GemmImpl impl);
 
 /// The implementation \p opts.gemm selects for \p spec on \p threads threads: fixed by the
 /// provider, or measured per shape (GemmProvider::automatic, gemm_choice.hpp) for f32; f64 runs on
@@ -57,5 +63,18 @@ std::int64_t matmul_scratch_bytes(const MatMulSpec& spec, GemmImpl impl);
 /// matmul_scratch_bytes() bytes.
 std::unique_ptr<Kernel> make_matmul_kernel(const MatMulSpec& spec, GemmImpl impl,
                                            std::byte* scratch);
+
+// ---- the packed GEMM (kernels/gemm_packed.cpp) ----------------------------------------------
+
+/// Whether the packed GEMM runs \p spec (f32; products whose per-run packed B would exceed
+/// 256 MiB are declined).
+bool packed_gemm_accepts(const MatMulSpec& spec);
+/// Its scratch bytes for \p spec with \p isa's tile code: a packed A block per thread, and B
+/// packed per run unless it reads a packed weight copy.
+std::int64_t packed_gemm_scratch_bytes(const MatMulSpec& spec,
+                                       packed::Isa isa = packed::best_isa());
+/// Builds it with \p isa's tile code (tests call each ISA; the provider uses best_isa()).
+std::unique_ptr<Kernel> make_packed_gemm(const MatMulSpec& spec, std::byte* scratch,
+                                         packed::Isa isa = packed::best_isa());
 
 } // namespace rlx::cpu

@@ -10,7 +10,9 @@
 #include "rlx/ir/op.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace rlx::cpu::onednn {
@@ -59,6 +61,9 @@ private:
   std::vector<dnnl_exec_arg_t> args_;
 };
 
+/// Converts a weight between its plain bytes and a packed copy: (from, to).
+using OwnPackFn = std::function<void(const std::byte* from, std::byte* to)>;
+
 /// Keeps weights repacked into the layout a primitive prefers (its format-"any" choice), so GEMMs
 /// do not repack them on every run. Implemented by the executable: a pack of a Constant is made at
 /// compile time, a pack of a Param again on every set_param.
@@ -69,6 +74,12 @@ public:
   /// repacked as \p packed_md; requests for the same source and layout share one buffer.
   virtual void* packed(ir::NodeId source, const std::byte* src, const dnnl::memory::desc& src_md,
                        const dnnl::memory::desc& packed_md) = 0;
+  /// Like packed(), for a layout of rlx's own (the packed GEMM's panels): \p layout names it
+  /// (requests for the same source and layout share one buffer of \p bytes, 64-byte aligned);
+  /// \p pack fills the copy from the weight's plain row-major bytes and \p unpack writes them
+  /// back from it.
+  virtual void* packed_own(ir::NodeId source, const std::byte* src, const std::string& layout,
+                           std::int64_t bytes, const OwnPackFn& pack, const OwnPackFn& unpack) = 0;
 };
 
 /// A kernel that runs one bound oneDNN primitive. A primitive with little work (fewer than

@@ -77,6 +77,14 @@ TEST_P(OnednnConformance, MatchesReference) {
   check(backend, GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(CpuOnednn, OnednnConformance, testing::ValuesIn(gemm_cases()), case_name);
+/// rlx's packed GEMM forced (`--gemm packed`), on two threads.
+class PackedConformance : public testing::TestWithParam<std::size_t> {};
+TEST_P(PackedConformance, MatchesReference) {
+  static const rlx::cpu::CpuBackend backend(
+      rlx::cpu::CpuOptions{rlx::cpu::GemmProvider::packed, 2});
+  check(backend, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(CpuPacked, PackedConformance, testing::ValuesIn(gemm_cases()), case_name);
 
 /// The opt-in region loop (CpuOptions::elementwise_regions) on the ElementwiseRegion cases.
 std::vector<std::size_t> region_cases() {

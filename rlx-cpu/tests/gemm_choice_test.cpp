@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -101,13 +102,16 @@ TEST(GemmChoice, ForcedProvidersAreHonouredAndMeasureNothing) {
   record_off();
   const Graph g = three_products(40, 72, 56);
   const auto before = cpu::gemm_choice_stats();
-  for (auto p : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas}) {
+  for (auto p :
+       {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas, cpu::GemmProvider::packed}) {
     const cpu::CpuBackend backend(cpu::CpuOptions{p, 2, false, 0});
     Outcome r = run(g, backend);
     EXPECT_LE(r.err, 1e-5) << r.listing;
-    const std::string other = p == cpu::GemmProvider::onednn ? "[openblas]" : "[onednn]";
-    const std::string mine = p == cpu::GemmProvider::onednn ? "[onednn]" : "[openblas]";
-    EXPECT_EQ(count(r.listing, other), 0) << r.listing;
+    const std::string mine = "[" + std::string(cpu::gemm_provider_name(p)) + "]";
+    for (const char* other : {"[onednn]", "[openblas]", "[packed]"})
+      if (other != mine) {
+        EXPECT_EQ(count(r.listing, other), 0) << r.listing;
+      }
     EXPECT_GE(count(r.listing, mine), 3) << r.listing;
     EXPECT_EQ(count(r.listing, "auto:"), 0) << r.listing;
   }
@@ -128,7 +132,8 @@ TEST(GemmChoice, AutoMeasuresEachShapeOnceAndMatchesTheReference) {
   // Every product says which provider won and by how much.
   EXPECT_EQ(count(first.listing, "(auto: "), 3) << first.listing;
   EXPECT_EQ(count(first.listing, "[onednn] (auto: onednn") +
-                count(first.listing, "[openblas] (auto: openblas"),
+                count(first.listing, "[openblas] (auto: openblas") +
+                count(first.listing, "[packed] (auto: packed"),
             3)
       << first.listing;
   // A second compile (another executable of the same shapes) measures nothing and chooses alike.
@@ -169,8 +174,16 @@ TEST(GemmChoice, MeasuresBothCandidatesOnTheRealShape) {
   EXPECT_TRUE(c.measured);
   EXPECT_GT(c.onednn_ms, 0);
   EXPECT_GT(c.openblas_ms, 0);
-  EXPECT_EQ(c.impl, c.openblas_ms < c.onednn_ms ? cpu::GemmImpl::openblas : cpu::GemmImpl::onednn);
-  EXPECT_NE(c.note().find("auto: "), std::string::npos);
+  EXPECT_GT(c.packed_ms, 0);
+  // The fastest of the three wins, and the note lists all three, the winner first.
+  const double best = std::min({c.onednn_ms, c.openblas_ms, c.packed_ms});
+  const double chosen = c.impl == cpu::GemmImpl::onednn     ? c.onednn_ms
+                        : c.impl == cpu::GemmImpl::openblas ? c.openblas_ms
+                                                            : c.packed_ms;
+  EXPECT_EQ(chosen, best);
+  EXPECT_EQ(c.note().rfind(std::string("auto: ") + cpu::gemm_impl_name(c.impl), 0), 0u) << c.note();
+  for (const char* name : {"onednn", "openblas", "packed"})
+    EXPECT_NE(c.note().find(name), std::string::npos) << c.note();
   s.dtype = ir::DType::f64;
   EXPECT_THROW(cpu::measured_gemm(s, 2, 0), Error);
 }
@@ -205,9 +218,9 @@ TEST(GemmChoice, TheRecordFileMakesLaterProcessesChooseAlike) {
   EXPECT_LE(second.err, 1e-5) << second.listing;
   EXPECT_EQ(cpu::gemm_choice_stats().measured, mid.measured);
   EXPECT_EQ(cpu::gemm_choice_stats().recorded - mid.recorded, 3);
-  EXPECT_EQ(count(second.listing, ", recorded)"), 3) << second.listing;
+  EXPECT_EQ(count(second.listing, ", recorded"), 3) << second.listing;
   // The same providers as the first run, by listing label.
-  for (const char* p : {"[onednn]", "[openblas]"})
+  for (const char* p : {"[onednn]", "[openblas]", "[packed]"})
     EXPECT_EQ(count(second.listing, p), count(first.listing, p)) << first.listing << second.listing;
   fs::remove_all(dir);
   record_off();
@@ -215,8 +228,8 @@ TEST(GemmChoice, TheRecordFileMakesLaterProcessesChooseAlike) {
 }
 
 TEST(GemmChoice, ProviderNamesAndBadOptions) {
-  for (auto p :
-       {cpu::GemmProvider::automatic, cpu::GemmProvider::onednn, cpu::GemmProvider::openblas})
+  for (auto p : {cpu::GemmProvider::automatic, cpu::GemmProvider::onednn,
+                 cpu::GemmProvider::openblas, cpu::GemmProvider::packed})
     EXPECT_EQ(cpu::parse_gemm_provider(cpu::gemm_provider_name(p)), p);
   EXPECT_EQ(cpu::gemm_provider_name(cpu::GemmProvider::automatic), "auto");
   EXPECT_EQ(cpu::CpuOptions{}.gemm, cpu::GemmProvider::automatic);

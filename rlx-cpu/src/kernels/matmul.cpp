@@ -1,6 +1,6 @@
 // matmul.cpp: MatMul on oneDNN (f32, primitive created at compile time, transposes as strides,
-// batch broadcasting, bias + activation post-ops), OpenBLAS (f32 behind the option, and f64), or
-// plain loops (integers).
+// batch broadcasting, bias + activation post-ops), OpenBLAS (f32 behind the option, and f64), rlx's
+// packed GEMM (f32, kernels/gemm_packed.cpp), or plain loops (integers).
 #include "../matmul.hpp"
 
 #include "../dtypes.hpp"
@@ -368,6 +368,7 @@ MatMulSpec spec_of(const NodeView& n) {
   s.pack_b = s.dtype == ir::DType::f32 && s.b_sizes.size() == 2 &&
              (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
   s.b_source = b;
+  s.threads = n.threads;
   return s;
 }
 
@@ -388,10 +389,17 @@ bool accepts_onednn(const NodeView& n) {
 bool accepts_openblas(const NodeView& n) {
   return choose_gemm(spec_of(n), n.opts, n.threads) == GemmImpl::openblas;
 }
+bool accepts_packed(const NodeView& n) {
+  return choose_gemm(spec_of(n), n.opts, n.threads) == GemmImpl::packed;
+}
 /// \p k with the listing's note on how its provider was chosen.
 std::unique_ptr<Kernel> noted(std::unique_ptr<Kernel> k, const MatMulSpec& s,
                               const LowerContext& c) {
-  k->set_note(gemm_choice_note(s, c.opts, c.threads));
+  // The choice's note first, then the kernel's own (the packed GEMM's ISA and tile).
+  std::string note = gemm_choice_note(s, c.opts, c.threads);
+  if (!k->note().empty())
+    note = note.empty() ? k->note() : note + "; " + k->note();
+  k->set_note(std::move(note));
   return k;
 }
 std::int64_t onednn_scratch(const NodeView& n) {
@@ -407,6 +415,15 @@ std::unique_ptr<Kernel> make_openblas_op(const LowerContext& c) {
   MatMulSpec s = spec_of(c);
   return noted(make_matmul_kernel(s, GemmImpl::openblas, nullptr), s, c);
 }
+std::int64_t packed_scratch(const NodeView& n) {
+  return matmul_scratch_bytes(spec_of(n), GemmImpl::packed);
+}
+std::unique_ptr<Kernel> make_packed_op(const LowerContext& c) {
+  MatMulSpec s = spec_of(c);
+  return noted(
+      make_matmul_kernel(s, GemmImpl::packed, c.scratch(matmul_scratch_bytes(s, GemmImpl::packed))),
+      s, c);
+}
 std::unique_ptr<Kernel> make_loop_op(const LowerContext& c) {
   return make_matmul_kernel(spec_of(c), GemmImpl::loop, nullptr);
 }
@@ -414,6 +431,7 @@ std::unique_ptr<Kernel> make_loop_op(const LowerContext& c) {
 constexpr KernelImpl kMatMul[] = {
     {"onednn", accepts_onednn, onednn_scratch, make_onednn_op},
     {"openblas", accepts_openblas, nullptr, make_openblas_op},
+    {"packed", accepts_packed, packed_scratch, make_packed_op},
     {"loop", accept_all, nullptr, make_loop_op},
 };
 
@@ -426,6 +444,8 @@ GemmImpl choose_gemm(const MatMulSpec& spec, const CpuOptions& opts, int threads
       return GemmImpl::onednn;
     case GemmProvider::openblas:
       return GemmImpl::openblas;
+    case GemmProvider::packed: // products it declines run on oneDNN
+      return packed_gemm_accepts(spec) ? GemmImpl::packed : GemmImpl::onednn;
     case GemmProvider::automatic:
       return measured_gemm(spec, threads, opts.gemm_measure_min_work).impl;
     }
@@ -441,7 +461,23 @@ std::string gemm_choice_note(const MatMulSpec& spec, const CpuOptions& opts, int
   return measured_gemm(spec, threads, opts.gemm_measure_min_work).note();
 }
 
+const char* gemm_impl_name(GemmImpl impl) {
+  switch (impl) {
+  case GemmImpl::onednn:
+    return "onednn";
+  case GemmImpl::openblas:
+    return "openblas";
+  case GemmImpl::loop:
+    return "loop";
+  case GemmImpl::packed:
+    return "packed";
+  }
+  return "?";
+}
+
 std::int64_t matmul_scratch_bytes(const MatMulSpec& spec, GemmImpl impl) {
+  if (impl == GemmImpl::packed)
+    return packed_gemm_scratch_bytes(spec);
   if (impl != GemmImpl::onednn)
     return 0;
   return onednn::scratchpad_bytes(onednn_matmul(spec).pd);
@@ -460,6 +496,10 @@ std::unique_ptr<Kernel> make_matmul_kernel(const MatMulSpec& spec, GemmImpl impl
     if (spec.dtype == ir::DType::f64)
       return std::make_unique<BlasMatmul<double>>(spec);
     throw Error("rlx-cpu: the OpenBLAS matmul runs f32 and f64 only");
+  case GemmImpl::packed:
+    if (!packed_gemm_accepts(spec))
+      throw Error("rlx-cpu: the packed GEMM does not run this product");
+    return make_packed_gemm(spec, scratch);
   case GemmImpl::loop:
     break;
   }

@@ -74,6 +74,7 @@ MatMulSpec gemm_spec(const NodeView& n, std::size_t w, bool gate) {
   const ir::OpKind bop = n.graph.node(b).op;
   s.pack_b = s.dtype == ir::DType::f32 && (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
   s.b_source = b;
+  s.threads = n.threads;
   return s;
 }
 
@@ -167,10 +168,16 @@ bool accepts_openblas_pair(const NodeView& n) {
          choose_gemm(gemm_spec(n, 1, true), n.opts, n.threads) == GemmImpl::openblas;
 }
 
+bool accepts_packed_pair(const NodeView& n) {
+  return accepts_float(n) &&
+         choose_gemm(gemm_spec(n, 1, true), n.opts, n.threads) == GemmImpl::packed;
+}
+
 constexpr KernelImpl kSwiGlu[] = {{"tbb", accepts_float, nullptr, make_swiglu}};
 constexpr KernelImpl kSwiGluMatMul[] = {
     {"onednn", accepts_onednn_pair, swiglu_matmul_scratch, make_swiglu_matmul},
-    {"openblas", accepts_openblas_pair, swiglu_matmul_scratch, make_swiglu_matmul}};
+    {"openblas", accepts_openblas_pair, swiglu_matmul_scratch, make_swiglu_matmul},
+    {"packed", accepts_packed_pair, swiglu_matmul_scratch, make_swiglu_matmul}};
 
 } // namespace
 

@@ -272,8 +272,8 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
       ->capture_default_str();
   app.add_option("--gemm", a.gemm,
                  "cpu matrix-product library: auto (per shape, the fastest measured at compile "
-                 "time), onednn or openblas")
-      ->check(CLI::IsMember({"auto", "onednn", "openblas"}))
+                 "time), onednn, openblas or packed (rlx's own)")
+      ->check(CLI::IsMember({"auto", "onednn", "openblas", "packed"}))
       ->capture_default_str();
   app.add_option("--threads", a.threads, "cpu threads (0 = all cores)")
       ->check(CLI::Range(0, CliLimits::threads));

@@ -13,15 +13,19 @@ namespace rlx::cpu {
 
 /// The library that runs f32 matrix products (MatMul, MatMulBiasAct, SwiGluMatMul).
 enum class GemmProvider : std::uint8_t {
-  /// Per product shape, the fastest of oneDNN and OpenBLAS, timed at compile time on the real
+  /// Per product shape, the fastest of oneDNN, OpenBLAS and the packed GEMM, timed at compile time
+  /// on the real
   /// shape (weights packed as the kernel reads them) once per process and remembered by shape,
   /// transposes, epilogue, threads and ISA (`--gemm auto`, the default).
   automatic,
   onednn,   ///< oneDNN matmul primitives, created at compile time
   openblas, ///< OpenBLAS cblas_sgemm, one call per batch matrix
+  /// rlx's own packed GEMM (B packed once into panels, an MR x NR register tile compiled for
+  /// AVX-512 / AVX2 / baseline and chosen by CPU features); products it declines run on oneDNN.
+  packed,
 };
 
-/// "auto", "onednn" or "openblas" (the `--gemm` spelling).
+/// "auto", "onednn", "openblas" or "packed" (the `--gemm` spelling).
 std::string_view gemm_provider_name(GemmProvider p);
 /// The provider spelled \p name by gemm_provider_name(); throws Error naming the choices otherwise.
 GemmProvider parse_gemm_provider(std::string_view name);

@@ -1,0 +1,368 @@
+// gemm_packed.cpp: the packed GEMM provider (`--gemm packed`): which instruction set's tile code
+// runs, the scratch it plans, the packed weight copy, and the kernel that splits a product into
+// (batch, M, N) blocks over the TBB pool (the hot loops are in gemm_packed_tile.inc).
+#include "../gemm_packed.hpp"
+
+#include "../matmul.hpp"
+#include "../onednn.hpp"
+#include "../simd.hpp"
+#include "../unary_math.hpp"
+#include "rlx/ir/error.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+namespace rlx::cpu {
+namespace packed {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+  case Isa::baseline:
+    return "baseline";
+  case Isa::avx2:
+    return "avx2";
+  case Isa::avx512:
+    return "avx512";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (isa) {
+  case Isa::baseline:
+    return true;
+  case Isa::avx2:
+    return __builtin_cpu_supports("x86-64-v3");
+  case Isa::avx512:
+    return __builtin_cpu_supports("x86-64-v4");
+  }
+  return false;
+#else
+  return isa == Isa::baseline;
+#endif
+}
+
+Isa best_isa() {
+  static const Isa best = [] {
+    Isa cap = Isa::avx512;
+    if (const char* e = std::getenv("RLX_GEMM_ISA"); e != nullptr) {
+      const std::string v = e;
+      cap = v == "baseline" ? Isa::baseline : v == "avx2" ? Isa::avx2 : Isa::avx512;
+    }
+    for (Isa i : {Isa::avx512, Isa::avx2})
+      if (i <= cap && isa_supported(i))
+        return i;
+    return Isa::baseline;
+  }();
+  return best;
+}
+
+const IsaKernels& kernels(Isa isa) {
+  static const IsaKernels k[] = {
+      {base::tile_rows, base::tile_cols, base::pack_b, base::unpack_b, base::gemm_block},
+      {avx2::tile_rows, avx2::tile_cols, avx2::pack_b, avx2::unpack_b, avx2::gemm_block},
+      {avx512::tile_rows, avx512::tile_cols, avx512::pack_b, avx512::unpack_b, avx512::gemm_block},
+  };
+  if (!isa_supported(isa))
+    throw Error(std::string("rlx-cpu: this CPU cannot run the packed GEMM's ") + isa_name(isa) +
+                " code");
+  return k[static_cast<int>(isa)];
+}
+
+} // namespace packed
+
+namespace {
+
+using packed::Isa;
+
+/// The product's shape and the strides of A and B.
+struct PackedGeometry {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t mats = 1;            ///< batch matrices (1 when the batch folds into M)
+  std::vector<std::int64_t> a_off;  ///< per batch matrix: element offset of A
+  std::vector<std::int64_t> b_off;  ///< per batch matrix: element offset of B
+  std::vector<std::int64_t> b_slot; ///< per batch matrix: which distinct B (packed per run)
+  std::int64_t b_mats = 1;          ///< distinct B matrices
+  std::int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;
+};
+
+/// Row-major offsets of every output batch index into an operand with batch dims \p batch
+/// (broadcast dims step 0), each matrix \p matrix elements.
+std::vector<std::int64_t> offsets(const std::vector<std::int64_t>& batch,
+                                  const std::vector<std::int64_t>& out, std::int64_t matrix) {
+  std::vector<std::int64_t> strides(batch.size(), 0);
+  std::int64_t s = matrix;
+  for (std::size_t d = batch.size(); d-- > 0;) {
+    strides[d] = batch[d] == 1 ? 0 : s;
+    s *= batch[d];
+  }
+  std::int64_t total = 1;
+  for (auto d : out)
+    total *= d;
+  std::vector<std::int64_t> offs(static_cast<std::size_t>(total));
+  for (std::int64_t i = 0; i < total; ++i) {
+    std::int64_t rem = i, off = 0;
+    for (std::size_t d = out.size(); d-- > 0;) {
+      off += (rem % out[d]) * strides[d];
+      rem /= out[d];
+    }
+    offs[static_cast<std::size_t>(i)] = off;
+  }
+  return offs;
+}
+
+PackedGeometry packed_geometry(const MatMulSpec& s) {
+  const std::size_t ra = s.a_sizes.size(), rb = s.b_sizes.size(), ro = s.out_sizes.size();
+  if (ra < 2 || rb < 2 || ro < 2)
+    throw Error("rlx-cpu: matmul operands need rank >= 2");
+  PackedGeometry g;
+  g.m = s.out_sizes[ro - 2];
+  g.n = s.out_sizes[ro - 1];
+  g.k = s.transpose_a ? s.a_sizes[ra - 2] : s.a_sizes[ra - 1];
+  std::vector<std::int64_t> out(s.out_sizes.begin(), s.out_sizes.end() - 2);
+  auto pad = [&](const std::vector<std::int64_t>& sz) {
+    std::vector<std::int64_t> b(out.size() - (sz.size() - 2), 1);
+    b.insert(b.end(), sz.begin(), sz.end() - 2);
+    return b;
+  };
+  const std::vector<std::int64_t> ba = pad(s.a_sizes), bb = pad(s.b_sizes);
+  const bool b_single = std::all_of(bb.begin(), bb.end(), [](std::int64_t d) { return d == 1; });
+  g.rsa = s.transpose_a ? 1 : g.k;
+  g.csa = s.transpose_a ? g.m : 1;
+  g.rsb = s.transpose_b ? 1 : g.n;
+  g.csb = s.transpose_b ? g.k : 1;
+  if (b_single && !s.transpose_a) { // one [batches * M, K] product
+    for (auto d : out)
+      g.m *= d;
+    g.a_off = {0};
+    g.b_off = {0};
+    g.b_slot = {0};
+    return g;
+  }
+  g.a_off = offsets(ba, out, g.m * g.k);
+  g.b_off = offsets(bb, out, g.k * g.n);
+  g.mats = static_cast<std::int64_t>(g.a_off.size());
+  // Distinct B matrices: each is packed once per run.
+  std::vector<std::int64_t> seen;
+  for (std::int64_t off : g.b_off) {
+    auto it = std::find(seen.begin(), seen.end(), off);
+    g.b_slot.push_back(it - seen.begin());
+    if (it == seen.end())
+      seen.push_back(off);
+  }
+  g.b_mats = static_cast<std::int64_t>(seen.size());
+  return g;
+}
+
+/// B read from a packed weight copy (made once, refreshed when the weight changes) rather than
+/// packed per run: a 2-D Param or Constant with a packer.
+bool prepacked(const MatMulSpec& s) {
+  return s.pack_b && s.packer != nullptr && s.b_sizes.size() == 2;
+}
+
+/// The blocking of one product for \p isa on \p threads threads.
+struct Blocking {
+  std::int64_t kc = 0, mc = 0, nc = 0, mb = 0, nb = 0;
+};
+
+Blocking blocking(const PackedGeometry& g, Isa isa, int threads) {
+  const auto& kern = packed::kernels(isa);
+  const int mr = kern.tile_rows(), nr = kern.tile_cols();
+  Blocking b;
+  // K blocks: the B micro-panel (kc x NR) fills about 16 KiB of L1; equal blocks.
+  const std::int64_t kc_max = std::max<std::int64_t>(64, 16384 / (nr * 4));
+  const std::int64_t kblocks = std::max<std::int64_t>(1, (g.k + kc_max - 1) / kc_max);
+  b.kc = std::max<std::int64_t>(1, (g.k + kblocks - 1) / kblocks);
+  // M blocks of at most ~144 rows (the packed A block, mc x kc, stays in L2), whole tiles.
+  const std::int64_t mc_max = (144 + mr - 1) / mr * mr;
+  b.mb = (g.m + mc_max - 1) / mc_max;
+  b.mc = ((g.m + b.mb - 1) / b.mb + mr - 1) / mr * mr;
+  b.mb = (g.m + b.mc - 1) / b.mc;
+  // N blocks: enough tasks for two per thread (each at least 4 tiles wide), at most 1024 wide.
+  const std::int64_t panels = (g.n + nr - 1) / nr;
+  std::int64_t nb = (g.n + 1023) / 1024;
+  const std::int64_t want = 2 * static_cast<std::int64_t>(threads);
+  if (threads > 1 && g.mats * b.mb * nb < want)
+    nb = std::max(nb, (want + g.mats * b.mb - 1) / (g.mats * b.mb));
+  nb = std::clamp<std::int64_t>(nb, 1, std::max<std::int64_t>(1, panels / 4));
+  b.nc = (panels + nb - 1) / nb * nr;
+  b.nb = (g.n + b.nc - 1) / b.nc;
+  return b;
+}
+
+constexpr std::int64_t kAlign = 64;
+std::int64_t align_up(std::int64_t v) {
+  return (v + kAlign - 1) / kAlign * kAlign;
+}
+
+/// Scratch: per thread slot a packed A block; then B packed per run (when not a weight copy).
+struct PackedScratch {
+  std::int64_t a_slot = 0, b_each = 0, b_total = 0;
+  std::int64_t total(int threads) const { return a_slot * threads + b_total; }
+};
+
+PackedScratch packed_scratch(const MatMulSpec& s, const PackedGeometry& g, Isa isa) {
+  const Blocking b = blocking(g, isa, std::max(1, s.threads));
+  PackedScratch p;
+  p.a_slot = align_up(b.mc * b.kc * 4);
+  if (!prepacked(s)) {
+    p.b_each = align_up(packed::panel_floats(g.k, g.n, packed::kernels(isa).tile_cols()) * 4);
+    p.b_total = p.b_each * g.b_mats;
+  }
+  return p;
+}
+
+/// The activation applied to each finished tile (the same functions as every epilogue, compiled
+/// for the CPU's widest ISA).
+RLX_CPU_MULTIVERSION void activation_epilogue(void* arg, float* c, std::int64_t ldc, int rows,
+                                              int cols) {
+  const ir::OpKind op = *static_cast<const ir::OpKind*>(arg);
+  with_unary<float>(op, [&](auto f) {
+    for (int r = 0; r < rows; ++r) {
+      float* row = c + r * ldc;
+#pragma omp simd
+      for (int j = 0; j < cols; ++j)
+        row[j] = f(row[j]);
+    }
+  });
+}
+
+/// Multiply-adds from which a product is split over the threads.
+constexpr std::int64_t kSplitWork = 4 * kTaskWork;
+
+class PackedMatmul final : public Kernel {
+public:
+  PackedMatmul(const MatMulSpec& s, std::byte* scratch, Isa isa)
+      : s_(s), g_(packed_geometry(s)), kern_(packed::kernels(isa)),
+        b_(blocking(g_, isa, std::max(1, s.threads))), scratch_(packed_scratch(s, g_, isa)),
+        a_pack_(reinterpret_cast<float*>(scratch)) {
+    if (s.dtype != ir::DType::f32)
+      throw Error("rlx-cpu: the packed GEMM runs f32 only");
+    if (s.has_bias && !s.bias)
+      throw Error("rlx-cpu: a matmul bias without an address");
+    if (auto op = activation_op(s.act))
+      act_ = *op;
+    const int nr = kern_.tile_cols();
+    set_note(std::string(packed::isa_name(isa)) + " " + std::to_string(kern_.tile_rows()) + "x" +
+             std::to_string(nr));
+    if (prepacked(s)) {
+      // The weight's packed copy, kept by the executable (refreshed when the weight changes).
+      const std::int64_t k = g_.k, n = g_.n;
+      const std::int64_t rs = g_.rsb, cs = g_.csb;
+      const auto& kern = kern_;
+      const std::string layout = std::string("gemm-panels-") + packed::isa_name(isa) + "-nr" +
+                                 std::to_string(nr) + (s.transpose_b ? "-bt" : "-b");
+      b_pack_ = static_cast<const float*>(s.packer->packed_own(
+          s.b_source, s.b, layout, packed::panel_floats(k, n, nr) * 4,
+          [kern, rs, cs, k, n](const std::byte* plain, std::byte* copy) {
+            kern.pack_b(reinterpret_cast<const float*>(plain), rs, cs, k, n,
+                        reinterpret_cast<float*>(copy));
+          },
+          [kern, rs, cs, k, n](const std::byte* copy, std::byte* plain) {
+            kern.unpack_b(reinterpret_cast<const float*>(copy), rs, cs, k, n,
+                          reinterpret_cast<float*>(plain));
+          }));
+    } else {
+      if (!scratch && scratch_.total(std::max(1, s.threads)) > 0)
+        throw Error("rlx-cpu: the packed GEMM needs its planned scratch");
+      b_run_ = reinterpret_cast<float*>(scratch + scratch_.a_slot * std::max(1, s.threads));
+    }
+  }
+
+  void run(ExecContext& ctx) override {
+    const auto* a = reinterpret_cast<const float*>(s_.a);
+    const auto* b = reinterpret_cast<const float*>(s_.b);
+    auto* c = reinterpret_cast<float*>(s_.out);
+    const std::int64_t work = g_.mats * g_.m * g_.n * g_.k;
+    const bool split = ctx.threads > 1 && work >= kSplitWork;
+    const int nr = kern_.tile_cols();
+    if (!b_pack_) { // B packed per run: every distinct B matrix, panels in parallel
+      const std::int64_t panels = (g_.n + nr - 1) / nr;
+      const std::int64_t each = scratch_.b_each / 4;
+      parallel_for(ctx, g_.b_mats * panels, split ? 1 : g_.b_mats * panels,
+                   [&](std::int64_t t0, std::int64_t t1) {
+                     for (std::int64_t t = t0; t < t1; ++t) {
+                       const std::int64_t mat = t / panels, j0 = (t % panels) * nr;
+                       std::int64_t off = 0;
+                       for (std::size_t i = 0; i < g_.b_slot.size(); ++i)
+                         if (g_.b_slot[i] == mat) {
+                           off = g_.b_off[i];
+                           break;
+                         }
+                       kern_.pack_b(b + off + j0 * g_.csb, g_.rsb, g_.csb, g_.k,
+                                    std::min<std::int64_t>(nr, g_.n - j0),
+                                    b_run_ + mat * each + j0 * g_.k);
+                     }
+                   });
+    }
+    const std::int64_t tasks = g_.mats * b_.mb * b_.nb;
+    const std::int64_t a_slot = scratch_.a_slot / 4;
+    parallel_for_slots(
+        ctx, tasks, split ? 1 : tasks, [&](std::int64_t t0, std::int64_t t1, int slot) {
+          for (std::int64_t t = t0; t < t1; ++t) {
+            const std::int64_t mat = t / (b_.mb * b_.nb), rest = t % (b_.mb * b_.nb);
+            const std::int64_t mi = rest / b_.nb, ni = rest % b_.nb;
+            packed::BlockArgs args;
+            const auto mat_i = static_cast<std::size_t>(mat);
+            args.a = a + g_.a_off[mat_i];
+            args.rsa = g_.rsa;
+            args.csa = g_.csa;
+            args.b_pack = b_pack_ ? b_pack_ : b_run_ + g_.b_slot[mat_i] * (scratch_.b_each / 4);
+            args.c = c + mat * g_.m * g_.n;
+            args.ldc = g_.n;
+            args.k = g_.k;
+            args.kc = b_.kc;
+            args.i0 = mi * b_.mc;
+            args.i1 = std::min(g_.m, args.i0 + b_.mc);
+            args.j0 = ni * b_.nc;
+            args.j1 = std::min(g_.n, args.j0 + b_.nc);
+            args.a_pack = a_pack_ + slot * a_slot;
+            args.bias = reinterpret_cast<const float*>(s_.bias);
+            if (act_) {
+              args.epilogue = activation_epilogue;
+              args.epilogue_arg = &*act_;
+            }
+            kern_.gemm_block(args);
+          }
+        });
+  }
+
+private:
+  MatMulSpec s_;
+  PackedGeometry g_;
+  packed::IsaKernels kern_;
+  Blocking b_;
+  PackedScratch scratch_;
+  float* a_pack_;
+  const float* b_pack_ = nullptr; ///< the weight's packed copy, or null
+  float* b_run_ = nullptr;        ///< B packed per run (in scratch)
+  std::optional<ir::OpKind> act_;
+};
+
+} // namespace
+
+bool packed_gemm_accepts(const MatMulSpec& spec) {
+  if (spec.dtype != ir::DType::f32)
+    return false;
+  // Per-run packed B over 256 MiB (huge batched products) is left to the other providers.
+  const PackedGeometry g = packed_geometry(spec);
+  return prepacked(spec) ||
+         static_cast<double>(g.b_mats) * static_cast<double>(g.k) * static_cast<double>(g.n) * 4 <=
+             256.0 * 1024 * 1024;
+}
+
+std::int64_t packed_gemm_scratch_bytes(const MatMulSpec& spec, packed::Isa isa) {
+  const PackedGeometry g = packed_geometry(spec);
+  return packed_scratch(spec, g, isa).total(std::max(1, spec.threads));
+}
+
+std::unique_ptr<Kernel> make_packed_gemm(const MatMulSpec& spec, std::byte* scratch,
+                                         packed::Isa isa) {
+  return std::make_unique<PackedMatmul>(spec, scratch, isa);
+}
+
+} // namespace rlx::cpu
