@@ -41,8 +41,9 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
        {K::Neg, K::Abs, K::Relu, K::Add, K::Sub, K::Mul, K::Div, K::Pow, K::Maximum, K::Minimum})
     c.claim(k, {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64,
                 DType::u8});
-  for (K k : {K::Exp, K::Log, K::Sqrt, K::Rsqrt, K::Reciprocal, K::Tanh, K::Sigmoid, K::Gelu,
-              K::GeluTanh, K::Silu, K::Sin, K::Cos, K::Erf})
+  for (K k : {K::Exp,  K::Log,      K::Sqrt, K::Rsqrt, K::Reciprocal, K::Tanh,  K::Sigmoid,
+              K::Gelu, K::GeluTanh, K::Silu, K::Sin,   K::Cos,        K::Erf,   K::Sinh,
+              K::Cosh, K::Asin,     K::Acos, K::Atan,  K::Asinh,      K::Acosh, K::Atanh})
     c.claim(k, {DType::f32, DType::f64, DType::f16, DType::bf16});
   // Compare: operands of any dtype, bool result.
   c.claim(K::Compare);

@@ -128,10 +128,31 @@ void unary_cases(Table& t) {
     double lo, hi;
   };
   const U float_ops[] = {
-      {K::Exp, -10, 10},        {K::Log, 0.05, 8}, {K::Sqrt, 0, 9},     {K::Rsqrt, 0.1, 9},
-      {K::Reciprocal, 0.25, 4}, {K::Tanh, -4, 4},  {K::Sigmoid, -8, 8}, {K::Gelu, -4, 4},
-      {K::GeluTanh, -4, 4},     {K::Silu, -6, 6},  {K::Sin, -4, 4},     {K::Cos, -4, 4},
-      {K::Erf, -3, 3},          {K::Neg, -4, 4},   {K::Abs, -4, 4},     {K::Relu, -4, 4},
+      {K::Exp, -10, 10},
+      {K::Log, 0.05, 8},
+      {K::Sqrt, 0, 9},
+      {K::Rsqrt, 0.1, 9},
+      {K::Reciprocal, 0.25, 4},
+      {K::Tanh, -4, 4},
+      {K::Sigmoid, -8, 8},
+      {K::Gelu, -4, 4},
+      {K::GeluTanh, -4, 4},
+      {K::Silu, -6, 6},
+      {K::Sin, -4, 4},
+      {K::Cos, -4, 4},
+      {K::Erf, -3, 3},
+      {K::Neg, -4, 4},
+      {K::Abs, -4, 4},
+      {K::Relu, -4, 4},
+      // ---- trigonometric and hyperbolic (ONNX import) ----
+      {K::Sinh, -4, 4},
+      {K::Cosh, -4, 4},
+      {K::Asin, -0.99, 0.99},
+      {K::Acos, -0.99, 0.99},
+      {K::Atan, -6, 6},
+      {K::Asinh, -6, 6},
+      {K::Acosh, 1.01, 8},
+      {K::Atanh, -0.95, 0.95},
   };
   for (const U& u : float_ops) {
     double scale = std::max(std::fabs(u.lo), std::fabs(u.hi));

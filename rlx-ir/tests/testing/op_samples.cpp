@@ -677,6 +677,14 @@ Graph sample_graph(OpKind op) {
   case OpKind::Sin:
   case OpKind::Cos:
   case OpKind::Erf:
+  case OpKind::Sinh:
+  case OpKind::Cosh:
+  case OpKind::Asin:
+  case OpKind::Acos:
+  case OpKind::Atan:
+  case OpKind::Asinh:
+  case OpKind::Acosh:
+  case OpKind::Atanh:
     return unary_sample(op);
   case OpKind::Add:
   case OpKind::Sub:
