@@ -226,11 +226,14 @@ Table build() {
   auto set = [&](OpKind k, JvpFn fn, bool via = false) {
     t[static_cast<std::size_t>(k)] = JvpRule{fn, via};
   };
-  for (OpKind k : {OpKind::Abs,        OpKind::Exp,   OpKind::Log,     OpKind::Sqrt, OpKind::Rsqrt,
-                   OpKind::Reciprocal, OpKind::Tanh,  OpKind::Sigmoid, OpKind::Relu, OpKind::Gelu,
-                   OpKind::GeluTanh,   OpKind::Silu,  OpKind::Sin,     OpKind::Cos,  OpKind::Erf,
-                   OpKind::Softmax,    OpKind::Sinh,  OpKind::Cosh,    OpKind::Asin, OpKind::Acos,
-                   OpKind::Atan,       OpKind::Asinh, OpKind::Acosh,   OpKind::Atanh})
+  for (OpKind k :
+       {OpKind::Abs, OpKind::Exp, OpKind::Log, OpKind::Sqrt, OpKind::Rsqrt, OpKind::Reciprocal,
+        OpKind::Tanh, OpKind::Sigmoid, OpKind::Relu, OpKind::Gelu, OpKind::GeluTanh, OpKind::Silu,
+        OpKind::Sin, OpKind::Cos, OpKind::Erf, OpKind::Softmax})
+    set(k, symmetric);
+  // ---- onnx3: trig ----
+  for (OpKind k : {OpKind::Sinh, OpKind::Cosh, OpKind::Asin, OpKind::Acos, OpKind::Atan,
+                   OpKind::Asinh, OpKind::Acosh, OpKind::Atanh})
     set(k, symmetric);
   for (OpKind k : {OpKind::Neg, OpKind::Reshape, OpKind::Transpose, OpKind::Narrow, OpKind::Expand,
                    OpKind::Rope, OpKind::Split, OpKind::Get})

@@ -119,6 +119,8 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return softmax_impls();
   case K::ArgMax:
     return argmax_impls();
+  case K::TopK:
+    return topk_impls();
   case K::LayerNorm:
     return layer_norm_impls();
   case K::RmsNorm:

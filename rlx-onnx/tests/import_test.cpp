@@ -287,5 +287,35 @@ TEST(OnnxImport, MalformedModelsGiveOneClearError) {
   }
 }
 
+TEST(OnnxImport, TopKReadsItsKAndRefusesARuntimeK) {
+  {
+    // k from an initializer, smallest first along axis 0; both outputs read.
+    ModelBuilder mb;
+    mb.input("x", {4, 2}).initializer("k", Tensor::from<std::int64_t>({1}, {3}));
+    auto& n = mb.node("TopK", {"x", "k"}, {"v", "i"});
+    testing::attr(n, "axis", 0);
+    testing::attr(n, "largest", 0);
+    mb.output("v").output("i");
+    auto m = import_model(mb.bytes());
+    auto out = run(m, {{"x", Tensor::from<float>({4, 2}, {5, 1, -2, 1, 7, 0, -2, 3})}});
+    EXPECT_TRUE(out[0].identical(Tensor::from<float>({3, 2}, {-2, 0, -2, 1, 5, 1})));
+    EXPECT_TRUE(out[1].identical(Tensor::from<std::int64_t>({3, 2}, {1, 2, 3, 0, 0, 1})));
+  }
+  {
+    // k as a graph input: the result's shape would depend on a runtime value.
+    ModelBuilder mb;
+    mb.input("x", {4, 2}).input("k", {1}, ::onnx::TensorProto::INT64);
+    mb.node("TopK", {"x", "k"}, {"v", "i"}, "top");
+    mb.output("v");
+    try {
+      import_model(mb.bytes());
+      FAIL();
+    } catch (const ImportError& e) {
+      EXPECT_NE(std::string(e.what()).find("TopK node 'top'"), std::string::npos) << e.what();
+      EXPECT_TRUE(e.unsupported()) << e.what();
+    }
+  }
+}
+
 } // namespace
 } // namespace rlx::onnx

@@ -441,15 +441,17 @@ void lower_matmul_bias_act(Lowerer& L) {
   gemm(L, n.inputs[0], n.inputs[1], at.transpose_a, at.transpose_b, bias, static_cast<int>(at.act));
 }
 
-/// SwiGluMatMul: the gate product into the result, then the up product whose epilogue reads it
-/// back: silu(gate) * up, element by element, by the item that wrote it (no scratch buffer).
+/// SwiGluMatMul ([N, K] weights, or [K, N] with weights_kn): the gate product into the result, then
+/// the up product whose epilogue reads it back: silu(gate) * up, element by element, by the item
+/// that wrote it (no scratch buffer).
 void lower_swiglu_matmul(Lowerer& L) {
   const ir::Node& n = L.graph().node(L.node());
   if (n.shape.rank() < 2)
     throw Error("rlx-opencl: " + ir::describe(L.graph(), L.node()) +
                 ": swiglu_matmul needs x of rank 2 or more");
-  gemm(L, n.inputs[0], n.inputs[1], false, true, ir::NodeId{}, 0);
-  gemm(L, n.inputs[0], n.inputs[2], false, true, ir::NodeId{}, kEpiGlu);
+  const bool tb = !n.attr<ir::SwiGluMatMulAttrs>().weights_kn; // [N, K] weights: x w^T
+  gemm(L, n.inputs[0], n.inputs[1], false, tb, ir::NodeId{}, 0);
+  gemm(L, n.inputs[0], n.inputs[2], false, tb, ir::NodeId{}, kEpiGlu);
 }
 
 /// SwiGlu: silu(gate) * up over equal shapes.

@@ -173,6 +173,14 @@ Graph movement_sample(OpKind op) {
     b.output(g.add(OpKind::Get, {t}, GetAttrs{0}, "first"));
     break;
   }
+  case OpKind::TopK: {
+    // The 3 largest along the middle axis, values and indices both read.
+    NodeId x = b.input("x", Shape({sym("batch"), 6, 2}, f32));
+    NodeId t = g.add(OpKind::TopK, {x}, TopKAttrs{1, 3, true}, "top");
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{0}, "values"));
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{1}, "indices"));
+    break;
+  }
   case OpKind::Concat: {
     NodeId x = b.input("a", Shape({2, 1}, f32));
     NodeId y = b.input("b", Shape({2, 3}, f32));
@@ -494,7 +502,7 @@ Graph fused_transformer_sample(OpKind op) {
     NodeId x = b.input("x", Shape({2, sym("seq"), 4}, f32));
     NodeId wg = b.param("w_gate", Shape({6, 4}, f32));
     NodeId wu = b.param("w_up", Shape({6, 4}, f32));
-    b.output(b.op(op, {x, wg, wu}, NoAttrs{}, "h"));
+    b.output(b.op(op, {x, wg, wu}, SwiGluMatMulAttrs{}, "h"));
   }
   return g;
 }
@@ -711,6 +719,7 @@ Graph sample_graph(OpKind op) {
   case OpKind::Expand:
   case OpKind::Gather:
   case OpKind::ScatterAdd:
+  case OpKind::TopK:
     return movement_sample(op);
   case OpKind::Reduce:
   case OpKind::Softmax:
