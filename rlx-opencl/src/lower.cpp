@@ -820,6 +820,16 @@ void Lowerer::lower(ir::NodeId id) {
   case K::RmsNormGrad:
   case K::SoftmaxGrad:
   case K::LogSoftmaxGrad:
+  // ---- onnx3: topk, trig (unclaimed: CPU kernels only) ----
+  case K::TopK:
+  case K::Sinh:
+  case K::Cosh:
+  case K::Asin:
+  case K::Acos:
+  case K::Atan:
+  case K::Asinh:
+  case K::Acosh:
+  case K::Atanh:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));
