@@ -235,15 +235,19 @@ TEST(FuseSwiGluMatMul, KnWeightsOfOnnxExportsFuseWithWeightsKn) {
     const Graph out = fuse(ffn_graph(sp, false), swiglu_matmul_patterns(), &rep);
     ASSERT_EQ(count_ops(out, OpKind::SwiGluMatMul), 1) << ir::print(out);
     EXPECT_EQ(count_ops(out, OpKind::MatMul), 0);
-    for (const auto& n : out.nodes())
-      if (n.op == OpKind::SwiGluMatMul)
+    for (const auto& n : out.nodes()) {
+      if (n.op == OpKind::SwiGluMatMul) {
         EXPECT_TRUE(n.attr<ir::SwiGluMatMulAttrs>().weights_kn);
+      }
+    }
   }
   // The [N, K] spelling keeps weights_kn false.
   const Graph nk = fuse(ffn_graph(Spelling::silu), swiglu_matmul_patterns());
-  for (const auto& n : nk.nodes())
-    if (n.op == OpKind::SwiGluMatMul)
+  for (const auto& n : nk.nodes()) {
+    if (n.op == OpKind::SwiGluMatMul) {
       EXPECT_FALSE(n.attr<ir::SwiGluMatMulAttrs>().weights_kn);
+    }
+  }
 }
 
 TEST(FuseSwiGluMatMul, MixedWeightLayoutsAreAnAttributeMiss) {
