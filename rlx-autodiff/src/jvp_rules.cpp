@@ -231,6 +231,10 @@ Table build() {
         OpKind::Tanh, OpKind::Sigmoid, OpKind::Relu, OpKind::Gelu, OpKind::GeluTanh, OpKind::Silu,
         OpKind::Sin, OpKind::Cos, OpKind::Erf, OpKind::Softmax})
     set(k, symmetric);
+  // ---- onnx3: trig ----
+  for (OpKind k : {OpKind::Sinh, OpKind::Cosh, OpKind::Asin, OpKind::Acos, OpKind::Atan,
+                   OpKind::Asinh, OpKind::Acosh, OpKind::Atanh})
+    set(k, symmetric);
   for (OpKind k : {OpKind::Neg, OpKind::Reshape, OpKind::Transpose, OpKind::Narrow, OpKind::Expand,
                    OpKind::Rope, OpKind::Split, OpKind::Get})
     set(k, linear_unary);

@@ -109,6 +109,40 @@ Grads erf(VjpContext& c) {
   return one(
       b.mul(c.up, b.mul(k(c, 2.0 / std::sqrt(std::numbers::pi)), b.exp(b.neg(b.mul(x, x))))));
 }
+Grads sinh(VjpContext& c) {
+  return one(c.b.mul(c.up, c.b.cosh(x0(c))));
+}
+Grads cosh(VjpContext& c) {
+  return one(c.b.mul(c.up, c.b.sinh(x0(c))));
+}
+/// up * sign / sqrt(s * (1 - x^2)), the derivative of asin (sign 1, s 1), acos (-1, 1) and, with
+/// s = -1, acosh (1 / sqrt(x^2 - 1)); asinh is 1 / sqrt(x^2 + 1).
+Grads inverse_sqrt_rule(VjpContext& c, double sign, double one_coeff, double sq_coeff) {
+  auto& b = c.b;
+  NodeId x = x0(c);
+  NodeId r = b.rsqrt(b.add(k(c, one_coeff), b.mul(k(c, sq_coeff), b.mul(x, x))));
+  return one(b.mul(c.up, sign == 1 ? r : b.neg(r)));
+}
+Grads asin(VjpContext& c) {
+  return inverse_sqrt_rule(c, 1, 1, -1);
+}
+Grads acos(VjpContext& c) {
+  return inverse_sqrt_rule(c, -1, 1, -1);
+}
+Grads asinh(VjpContext& c) {
+  return inverse_sqrt_rule(c, 1, 1, 1);
+}
+Grads acosh(VjpContext& c) {
+  return inverse_sqrt_rule(c, 1, -1, 1);
+}
+Grads atan(VjpContext& c) { // 1 / (1 + x^2)
+  NodeId x = x0(c);
+  return one(c.b.div(c.up, c.b.add(k(c, 1), c.b.mul(x, x))));
+}
+Grads atanh(VjpContext& c) { // 1 / (1 - x^2)
+  NodeId x = x0(c);
+  return one(c.b.div(c.up, c.b.sub(k(c, 1), c.b.mul(x, x))));
+}
 Grads cast(VjpContext& c) {
   // float -> float: the gradient is cast back (integer operands never need one)
   return one(c.b.cast(c.up, c.b.shape(x0(c)).dtype));
@@ -204,6 +238,14 @@ void add_elementwise_rules(VjpTable& t) {
   set_rule(t, OpKind::Sin, sin);
   set_rule(t, OpKind::Cos, cos);
   set_rule(t, OpKind::Erf, erf);
+  set_rule(t, OpKind::Sinh, sinh);
+  set_rule(t, OpKind::Cosh, cosh);
+  set_rule(t, OpKind::Asin, asin);
+  set_rule(t, OpKind::Acos, acos);
+  set_rule(t, OpKind::Atan, atan);
+  set_rule(t, OpKind::Asinh, asinh);
+  set_rule(t, OpKind::Acosh, acosh);
+  set_rule(t, OpKind::Atanh, atanh);
   set_rule(t, OpKind::Cast, cast);
   set_rule(t, OpKind::Add, add);
   set_rule(t, OpKind::Sub, sub);

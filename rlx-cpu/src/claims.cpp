@@ -44,6 +44,9 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
   for (K k : {K::Exp, K::Log, K::Sqrt, K::Rsqrt, K::Reciprocal, K::Tanh, K::Sigmoid, K::Gelu,
               K::GeluTanh, K::Silu, K::Sin, K::Cos, K::Erf})
     c.claim(k, {DType::f32, DType::f64, DType::f16, DType::bf16});
+  // ---- onnx3: trig (libm in the compute type) ----
+  for (K k : {K::Sinh, K::Cosh, K::Asin, K::Acos, K::Atan, K::Asinh, K::Acosh, K::Atanh})
+    c.claim(k, {DType::f32, DType::f64, DType::f16, DType::bf16});
   // Compare: operands of any dtype, bool result.
   c.claim(K::Compare);
   // Integer-capable numerics.
@@ -52,6 +55,7 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
   // Fused ops: GEMM with the bias + activation epilogue (oneDNN post-ops, or after OpenBLAS).
   c.claim(K::MatMulBiasAct, kFloats);
   c.claim(K::ArgMax, {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
+  c.claim(K::TopK); // a tuple result; every numeric operand (the shape rule refuses bool)
   // Float-only kernels.
   for (K k : {K::DenseSolve, K::Softmax, K::LogSoftmax, K::LayerNorm, K::RmsNorm, K::Rope,
               K::Conv2d, K::Pool2d, K::FakeQuantize})

@@ -64,6 +64,14 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
   case K::Sin:
   case K::Cos:
   case K::Erf:
+  case K::Sinh:
+  case K::Cosh:
+  case K::Asin:
+  case K::Acos:
+  case K::Atan:
+  case K::Asinh:
+  case K::Acosh:
+  case K::Atanh:
     return unary_impls();
   case K::Cast:
     return cast_impls();
@@ -111,6 +119,8 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return softmax_impls();
   case K::ArgMax:
     return argmax_impls();
+  case K::TopK:
+    return topk_impls();
   case K::LayerNorm:
     return layer_norm_impls();
   case K::RmsNorm:

@@ -121,6 +121,7 @@ std::span<const KernelImpl> split_impls();         // tuple.cpp
 std::span<const KernelImpl> get_impls();           // tuple.cpp
 std::span<const KernelImpl> swiglu_impls();        // swiglu.cpp
 std::span<const KernelImpl> swiglu_matmul_impls(); // swiglu.cpp
+std::span<const KernelImpl> topk_impls();          // topk.cpp
 std::span<const KernelImpl> if_impls();            ///< control_flow.cpp: the chosen branch, nested
 std::span<const KernelImpl> while_impls();         ///< control_flow.cpp: cond / body, nested
 std::span<const KernelImpl> split_impls();         // tuple.cpp

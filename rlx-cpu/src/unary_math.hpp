@@ -96,6 +96,22 @@ template <class C, class Fn> [[gnu::always_inline]] inline void with_unary(ir::O
         return fn([](float x) { return simd::erf(x); });
       else
         return fn([](C x) { return std::erf(x); });
+    case ir::OpKind::Sinh:
+      return fn([](C x) { return std::sinh(x); });
+    case ir::OpKind::Cosh:
+      return fn([](C x) { return std::cosh(x); });
+    case ir::OpKind::Asin:
+      return fn([](C x) { return std::asin(x); });
+    case ir::OpKind::Acos:
+      return fn([](C x) { return std::acos(x); });
+    case ir::OpKind::Atan:
+      return fn([](C x) { return std::atan(x); });
+    case ir::OpKind::Asinh:
+      return fn([](C x) { return std::asinh(x); });
+    case ir::OpKind::Acosh:
+      return fn([](C x) { return std::acosh(x); });
+    case ir::OpKind::Atanh:
+      return fn([](C x) { return std::atanh(x); });
     default:
       break;
     }

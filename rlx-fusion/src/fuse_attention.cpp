@@ -8,6 +8,9 @@
 // layout (scale = the spelled constant, 1 when there is none; mask kind bias for an additive mask).
 // A second pattern moves Attention to the bshd layout when its Q / K / V are Transposes {0,2,1,3}
 // and its result is transposed back by {0,2,1,3}: the kernel then reads the projections directly.
+// A third turns an additive mask that is exactly the causal pattern (0 where key j <= query i +
+// Sk - Sq, -inf elsewhere), a Constant or Narrows of one (the exported `causal[:S, :S]` of a
+// registered buffer), into mask kind causal: the mask operand and its Narrows disappear.
 #include "rlx/fusion/transformer_fusions.hpp"
 #include "rlx/ir/error.hpp"
 
@@ -190,6 +193,64 @@ NodeId untransposed(const Graph& g, NodeId id, std::size_t i) {
   return is_perm(g, t, {0, 2, 1, 3}) ? g.node(t).inputs[0] : NodeId{};
 }
 
+/// \p id with its Narrows walked down: the Constant they window, or invalid.
+NodeId narrowed_constant(const Graph& g, NodeId id) {
+  while (g.node(id).op == OpKind::Narrow)
+    id = g.node(id).inputs[0];
+  return g.node(id).op == OpKind::Constant ? id : NodeId{};
+}
+
+/// The query and key lengths of an Attention node (by its layout).
+std::pair<ir::Dim, ir::Dim> query_key_lengths(const Graph& g, NodeId attn) {
+  const ir::Node& n = g.node(attn);
+  const std::size_t s = n.attr<ir::AttentionAttrs>().layout == ir::AttnLayout::bhsd ? 2 : 1;
+  return {g.shape(n.inputs[0])[s], g.shape(n.inputs[1])[s]};
+}
+
+/// Whether \p mask (a Constant, or Narrows of one) holds exactly the causal bias of a [Sq, Sk]
+/// score matrix: leading dims 1, then [Sq, Sk] with 0 where j <= i + Sk - Sq and -inf elsewhere.
+/// Sk >= Sq, so every row keeps a key (the bias and the causal kind then agree exactly). Every
+/// entry of the window the Narrows select is read.
+bool is_causal_bias(const Graph& g, NodeId mask, ir::Dim sq_dim, ir::Dim sk_dim) {
+  const ir::Shape& ms = g.shape(mask);
+  if (!ir::is_float(ms.dtype) || ms.rank() < 2 || !ms.is_static() || !sq_dim.is_static() ||
+      !sk_dim.is_static())
+    return false;
+  const std::int64_t sq = sq_dim.size(), sk = sk_dim.size();
+  if (sk < sq || ms[ms.rank() - 2].size() != sq || ms[ms.rank() - 1].size() != sk)
+    return false;
+  for (std::size_t d = 0; d + 2 < ms.rank(); ++d)
+    if (ms[d].size() != 1)
+      return false;
+  // Walk the Narrows down to the Constant, summing the window's offset per axis.
+  std::vector<std::int64_t> offset(ms.rank(), 0);
+  NodeId id = mask;
+  while (g.node(id).op == OpKind::Narrow) {
+    const auto& a = g.node(id).attr<ir::NarrowAttrs>();
+    const std::int64_t ax = ir::normalize_axis(a.axis, ms.rank(), "narrow");
+    offset[static_cast<std::size_t>(ax)] += a.start;
+    id = g.node(id).inputs[0];
+  }
+  if (g.node(id).op != OpKind::Constant)
+    return false;
+  const ir::Tensor& c = g.node(id).attr<ir::ConstantAttrs>().value;
+  if (c.shape().rank() != ms.rank())
+    return false;
+  const std::vector<std::int64_t> st = ir::contiguous_strides(c.shape().sizes());
+  std::int64_t base = 0;
+  for (std::size_t d = 0; d < st.size(); ++d)
+    base += offset[d] * st[d];
+  const std::int64_t rs = st[st.size() - 2], cs = st.back();
+  for (std::int64_t i = 0; i < sq; ++i)
+    for (std::int64_t j = 0; j < sk; ++j) {
+      const double v = c.get_f64(base + i * rs + j * cs);
+      const bool keep = j <= i + sk - sq;
+      if (keep ? v != 0 : !(std::isinf(v) && v < 0))
+        return false;
+    }
+  return true;
+}
+
 } // namespace
 
 std::vector<Pattern> attention_patterns() {
@@ -240,6 +301,31 @@ std::vector<Pattern> attention_patterns() {
       if (n.inputs.size() == 4)
         in.push_back(n.inputs[3]);
       return b.op(OpKind::Attention, std::move(in), a, n.name);
+    };
+    out.push_back(std::move(p));
+  }
+  {
+    Pattern p;
+    p.name = "attention_causal_bias";
+    p.root = Pat::op(OpKind::Attention);
+    p.root.structurally([](const Graph& g, NodeId id) {
+      const ir::Node& n = g.node(id);
+      return n.attr<ir::AttentionAttrs>().mask == ir::MaskKind::bias && n.inputs.size() == 4 &&
+             narrowed_constant(g, n.inputs[3]).valid();
+    });
+    p.check = [](const Graph& g, const Match& m) -> std::optional<Miss> {
+      const auto [sq, sk] = query_key_lengths(g, m.root);
+      if (is_causal_bias(g, g.node(m.root).inputs[3], sq, sk))
+        return std::nullopt;
+      return fail(MissReason::attribute_mismatch,
+                  "the additive mask is not a constant holding exactly the causal pattern");
+    };
+    p.emits = {OpKind::Attention};
+    p.rewrite = [](ir::Builder& b, const Match& m) {
+      const ir::Node n = b.graph().node(m.root);
+      auto a = n.attr<ir::AttentionAttrs>();
+      a.mask = ir::MaskKind::causal;
+      return b.op(OpKind::Attention, {n.inputs[0], n.inputs[1], n.inputs[2]}, a, n.name);
     };
     out.push_back(std::move(p));
   }

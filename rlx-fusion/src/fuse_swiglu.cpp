@@ -1,5 +1,6 @@
 // fuse_swiglu.cpp: fuse-swiglu (silu(gate) * up → SwiGlu) and fuse-swiglu-matmul
-// (silu(x Wg^T) * (x Wu^T) → SwiGluMatMul).
+// (silu(x Wg^T) * (x Wu^T) → SwiGluMatMul; silu(x Wg) * (x Wu) with the [K, N] weights of ONNX
+// exports → SwiGluMatMul{weights_kn}).
 #include "rlx/fusion/transformer_fusions.hpp"
 #include "rlx/ir/error.hpp"
 
@@ -26,18 +27,35 @@ NodeId emit_swiglu(ir::Builder& b, const Match& m) {
   return b.op(OpKind::SwiGlu, {m["gate"], m["up"]}, ir::NoAttrs{}, b.graph().node(m.root).name);
 }
 
-/// A MatMul x W^T against a [N, K] weight (the HF projection spelling).
-Pat projection(const char* x, const char* w, bool same_x) {
+/// Whether a product is x W^T ([N, K] weight, the HF projection spelling) or x W ([K, N] weight,
+/// as ONNX exports store it): both fuse, with weights_kn for the second.
+bool is_projection(const ir::MatMulAttrs& a) {
+  return !a.transpose_a;
+}
+
+/// A MatMul x W^T or x W against a 2-D weight, captured as \p mm.
+Pat projection(const char* x, const char* w, bool same_x, const char* mm) {
   Pat p = Pat::op(OpKind::MatMul, {same_x ? Pat::same(x) : Pat::any().bind(x), Pat::any().bind(w)});
-  p.attr<ir::MatMulAttrs>([](const ir::MatMulAttrs& a) { return !a.transpose_a && a.transpose_b; },
-                          "the product is not x W^T with a [N, K] weight (transpose_b)");
+  p.bind(mm);
+  p.attr<ir::MatMulAttrs>(is_projection, "the product transposes x (not x W^T or x W)");
   p.where([](const Graph& g, NodeId id) { return g.shape(g.node(id).inputs[1]).rank() == 2; },
-          MissReason::shape_mismatch, "the weight is not 2-D [N, K]");
+          MissReason::shape_mismatch, "the weight is not 2-D ([N, K] or [K, N])");
   p.one_use();
   return p;
 }
 
+/// The gate / up products (the sigmoid spelling captures the gate product as "gate").
+NodeId gate_product(const Match& m) {
+  return m.has("gate_mm") ? m["gate_mm"] : m["gate"];
+}
+bool weights_kn(const Graph& g, NodeId product) {
+  return !g.node(product).attr<ir::MatMulAttrs>().transpose_b;
+}
+
 std::optional<Miss> same_weights(const Graph& g, const Match& m) {
+  if (weights_kn(g, gate_product(m)) != weights_kn(g, m["up_mm"]))
+    return Miss{MissReason::attribute_mismatch,
+                "one product reads a [N, K] weight (x W^T), the other a [K, N] one (x W)"};
   const ir::Shape& wg = g.shape(m["w_gate"]);
   const ir::Shape& wu = g.shape(m["w_up"]);
   if (wg == wu)
@@ -47,7 +65,9 @@ std::optional<Miss> same_weights(const Graph& g, const Match& m) {
 }
 
 NodeId emit_swiglu_matmul(ir::Builder& b, const Match& m) {
-  return b.op(OpKind::SwiGluMatMul, {m["x"], m["w_gate"], m["w_up"]}, ir::NoAttrs{},
+  ir::SwiGluMatMulAttrs a;
+  a.weights_kn = weights_kn(b.graph(), gate_product(m));
+  return b.op(OpKind::SwiGluMatMul, {m["x"], m["w_gate"], m["w_up"]}, a,
               b.graph().node(m.root).name);
 }
 
@@ -96,31 +116,31 @@ std::vector<Pattern> swiglu_matmul_patterns() {
     p.rewrite = emit_swiglu_matmul;
     out.push_back(std::move(p));
   };
-  // silu(x Wg^T) * (x Wu^T)
+  // silu(x Wg^T) * (x Wu^T), or silu(x Wg) * (x Wu)
   add("swiglu_matmul",
-      Pat::op(OpKind::Mul, {Pat::op(OpKind::Silu, {projection("x", "w_gate", false)}).one_use(),
-                            projection("x", "w_up", true)}));
+      Pat::op(OpKind::Mul,
+              {Pat::op(OpKind::Silu, {projection("x", "w_gate", false, "gate_mm")}).one_use(),
+               projection("x", "w_up", true, "up_mm")}));
   // (x Wg^T) * sigmoid(x Wg^T) * (x Wu^T): the gate product is read twice, both times inside
   // the pattern.
   {
     Pat gate = Pat::op(OpKind::MatMul, {Pat::any().bind("x"), Pat::any().bind("w_gate")});
     gate.bind("gate");
-    gate.attr<ir::MatMulAttrs>(
-        [](const ir::MatMulAttrs& a) { return !a.transpose_a && a.transpose_b; },
-        "the product is not x W^T with a [N, K] weight (transpose_b)");
+    gate.attr<ir::MatMulAttrs>(is_projection, "the product transposes x (not x W^T or x W)");
     gate.where([](const Graph& g, NodeId id) { return g.shape(g.node(id).inputs[1]).rank() == 2; },
-               MissReason::shape_mismatch, "the weight is not 2-D [N, K]");
+               MissReason::shape_mismatch, "the weight is not 2-D ([N, K] or [K, N])");
     gate.where([](const Graph& g, NodeId id) { return g.use_count(id) == 2; },
                MissReason::multiple_consumers, "the gate product has uses besides x * sigmoid(x)");
     Pat silu = Pat::op(OpKind::Mul,
                        {std::move(gate), Pat::op(OpKind::Sigmoid, {Pat::same("gate")}).one_use()});
     silu.one_use();
     add("swiglu_matmul_sigmoid",
-        Pat::op(OpKind::Mul, {std::move(silu), projection("x", "w_up", true)}));
+        Pat::op(OpKind::Mul, {std::move(silu), projection("x", "w_up", true, "up_mm")}));
   }
   // SwiGlu(x Wg^T, x Wu^T), when fuse-swiglu ran first.
   add("swiglu_matmul_of_swiglu",
-      Pat::op(OpKind::SwiGlu, {projection("x", "w_gate", false), projection("x", "w_up", true)}));
+      Pat::op(OpKind::SwiGlu, {projection("x", "w_gate", false, "gate_mm"),
+                               projection("x", "w_up", true, "up_mm")}));
   return out;
 }
 

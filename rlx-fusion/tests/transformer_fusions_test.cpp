@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace rlx::fusion {
 namespace {
@@ -225,9 +226,40 @@ TEST(FuseSwiGluMatMul, EverySpelling) {
   }
 }
 
-TEST(FuseSwiGluMatMul, UntransposedWeightsAreAnAttributeMiss) {
+TEST(FuseSwiGluMatMul, KnWeightsOfOnnxExportsFuseWithWeightsKn) {
+  // x W with [K, N] weights (as ONNX exports store them): every spelling becomes one
+  // SwiGluMatMul{weights_kn}, numerically equal to the products (fuse() checks the values).
+  for (Spelling sp : {Spelling::silu, Spelling::sigmoid, Spelling::swiglu}) {
+    SCOPED_TRACE(static_cast<int>(sp));
+    FusionReport rep;
+    const Graph out = fuse(ffn_graph(sp, false), swiglu_matmul_patterns(), &rep);
+    ASSERT_EQ(count_ops(out, OpKind::SwiGluMatMul), 1) << ir::print(out);
+    EXPECT_EQ(count_ops(out, OpKind::MatMul), 0);
+    for (const auto& n : out.nodes()) {
+      if (n.op == OpKind::SwiGluMatMul) {
+        EXPECT_TRUE(n.attr<ir::SwiGluMatMulAttrs>().weights_kn);
+      }
+    }
+  }
+  // The [N, K] spelling keeps weights_kn false.
+  const Graph nk = fuse(ffn_graph(Spelling::silu), swiglu_matmul_patterns());
+  for (const auto& n : nk.nodes()) {
+    if (n.op == OpKind::SwiGluMatMul) {
+      EXPECT_FALSE(n.attr<ir::SwiGluMatMulAttrs>().weights_kn);
+    }
+  }
+}
+
+TEST(FuseSwiGluMatMul, MixedWeightLayoutsAreAnAttributeMiss) {
+  // Gate x Wg^T ([N, K]) against up x Wu ([K, N]): one op cannot express both.
+  Graph g("ffn");
+  Builder b(g);
+  NodeId x = b.input("x", Shape({3, 16}));
+  NodeId wg = b.param("w_gate", Shape({24, 16}));
+  NodeId wu = b.param("w_up", Shape({16, 24}));
+  b.output(b.mul(b.silu(b.matmul(x, wg, false, true)), b.matmul(x, wu)));
   FusionReport rep;
-  const Graph out = fuse(ffn_graph(Spelling::silu, false), swiglu_matmul_patterns(), &rep);
+  const Graph out = fuse(g, swiglu_matmul_patterns(), &rep);
   EXPECT_EQ(count_ops(out, OpKind::SwiGluMatMul), 0);
   ASSERT_FALSE(rep.missed.empty());
   EXPECT_EQ(rep.missed.front().reason, MissReason::attribute_mismatch) << rep.str();
@@ -572,6 +604,57 @@ TEST(FuseAttention, SoftmaxOfOtherValuesIsNotRecognised) {
   const Graph out = fuse(g, attention_patterns(), &rep);
   EXPECT_EQ(count_ops(out, OpKind::Attention), 0);
   EXPECT_TRUE(rep.missed.empty()) << rep.str();
+}
+
+// ---- attention_causal_bias: an exported causal-mask buffer becomes mask kind causal -----------
+
+/// Attention over [B, H, S, S] scores plus `causal[:S, :S]` of a [12, 12] buffer (torch's
+/// triu(-inf, 1)), with \p broken (i, j) entries of the buffer flipped (0 <-> -inf).
+Graph causal_buffer_graph(std::vector<std::pair<int, int>> broken = {}) {
+  const std::int64_t B = 2, H = 3, S = 7, D = 8, M = 12;
+  Graph g("attn");
+  Builder b(g);
+  NodeId q = b.input("q", Shape({B, H, S, D}));
+  NodeId k = b.input("k", Shape({B, H, S, D}));
+  NodeId v = b.input("v", Shape({B, H, S, D}));
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> buf(static_cast<std::size_t>(M * M));
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < M; ++j)
+      buf[static_cast<std::size_t>(i * M + j)] = j > i ? -inf : 0.0f;
+  for (auto [i, j] : broken) {
+    float& e = buf[static_cast<std::size_t>(i * M + j)];
+    e = e == 0 ? -inf : 0.0f;
+  }
+  NodeId c = b.constant(ir::Tensor::from<float>({M, M}, buf));
+  NodeId mask = b.narrow(b.narrow(c, 0, 0, S), 1, 0, S);
+  NodeId sc = b.mul(b.scalar(0.25), b.matmul(q, k, false, true));
+  b.output(b.matmul(b.softmax(b.add(sc, mask), -1), v));
+  return g;
+}
+
+TEST(FuseAttention, CausalBufferBecomesTheCausalMaskKind) {
+  FusionReport rep;
+  const Graph out = fuse(causal_buffer_graph(), attention_patterns(), &rep);
+  ASSERT_EQ(count_ops(out, OpKind::Attention), 1) << ir::print(out);
+  EXPECT_EQ(only_attention(out).mask, ir::MaskKind::causal);
+  EXPECT_EQ(count_ops(out, OpKind::Narrow), 0) << ir::print(out);
+  EXPECT_EQ(count_ops(out, OpKind::Constant), 0) << ir::print(out);
+  EXPECT_EQ(rep.applied["attention_causal_bias"], 1) << rep.str();
+}
+
+TEST(FuseAttention, ANonCausalBufferStaysABiasMask) {
+  // One masked key below the diagonal, or one kept key above it: not the causal pattern.
+  for (std::pair<int, int> e : {std::pair{4, 1}, std::pair{2, 6}}) {
+    FusionReport rep;
+    const Graph out = fuse(causal_buffer_graph({e}), attention_patterns(), &rep);
+    ASSERT_EQ(count_ops(out, OpKind::Attention), 1) << ir::print(out);
+    EXPECT_EQ(only_attention(out).mask, ir::MaskKind::bias);
+    EXPECT_EQ(only_miss(rep).reason, MissReason::attribute_mismatch) << rep.str();
+  }
+  // An entry outside the [S, S] window does not matter.
+  const Graph out = fuse(causal_buffer_graph({{9, 2}}), attention_patterns());
+  EXPECT_EQ(only_attention(out).mask, ir::MaskKind::causal);
 }
 
 } // namespace

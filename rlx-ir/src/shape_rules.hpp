@@ -27,6 +27,7 @@ Shape narrow(In, const NarrowAttrs&);
 Shape concat(In, const AxisAttrs&);
 Shape split(In, const SplitAttrs&); // shape_rules_tuple.cpp
 Shape get(In, const GetAttrs&);     // shape_rules_tuple.cpp
+Shape topk(In, const TopKAttrs&);   // shape_rules_tuple.cpp
 Shape expand(In, const TargetShapeAttrs&);
 Shape gather(In, const AxisAttrs&);
 Shape scatter_add(In, const AxisAttrs&);
@@ -58,7 +59,7 @@ Shape matmul_bias_act(In, const MatMulBiasActAttrs&);
 
 // fused ops: transformer (shape_rules_fused_transformer.cpp)
 Shape swiglu(In, const NoAttrs&);
-Shape swiglu_matmul(In, const NoAttrs&);
+Shape swiglu_matmul(In, const SwiGluMatMulAttrs&);
 
 // fused ops: residual + norm (shape_rules_fused_norm.cpp)
 Shape residual_layer_norm(In, const NormAttrs&);

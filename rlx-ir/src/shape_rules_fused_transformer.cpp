@@ -28,24 +28,27 @@ Shape swiglu(In in, const NoAttrs&) {
   return gate;
 }
 
-Shape swiglu_matmul(In in, const NoAttrs&) {
+Shape swiglu_matmul(In in, const SwiGluMatMulAttrs& a) {
   const Shape& x = in[0];
   const Shape& wg = in[1];
   const Shape& wu = in[2];
+  const char* layout = a.weights_kn ? "[K, N] (weights_kn)" : "[N, K]";
   require(is_float(x.dtype), "swiglu_matmul: x must be a float type, got " + dn(x.dtype));
   require(x.dtype == wg.dtype && x.dtype == wu.dtype,
           "swiglu_matmul: x, w_gate and w_up must share one type, got " + x.str() + ", " +
               wg.str() + ", " + wu.str());
   require(x.rank() >= 2, "swiglu_matmul: x needs rank >= 2, got " + x.str());
-  require(wg.rank() == 2 && wu.rank() == 2,
-          "swiglu_matmul: w_gate and w_up must be [N, K], got " + wg.str() + " and " + wu.str());
+  require(wg.rank() == 2 && wu.rank() == 2, std::string("swiglu_matmul: w_gate and w_up must be ") +
+                                                layout + ", got " + wg.str() + " and " + wu.str());
   require(wg.dims == wu.dims,
           "swiglu_matmul: w_gate " + wg.str() + " and w_up " + wu.str() + " must have equal dims");
-  require(wg[1] == x[x.rank() - 1], "swiglu_matmul: contraction mismatch: x " + x.str() +
-                                        " against w_gate " + wg.str() + " (K " +
-                                        x[x.rank() - 1].str() + " vs " + wg[1].str() + ")");
+  const Dim k = a.weights_kn ? wg[0] : wg[1];
+  const Dim n = a.weights_kn ? wg[1] : wg[0];
+  require(k == x[x.rank() - 1], "swiglu_matmul: contraction mismatch: x " + x.str() +
+                                    " against w_gate " + wg.str() + " " + layout + " (K " +
+                                    x[x.rank() - 1].str() + " vs " + k.str() + ")");
   Shape out = x;
-  out.dims.back() = wg[0];
+  out.dims.back() = n;
   return out;
 }
 

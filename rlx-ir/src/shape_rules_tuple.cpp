@@ -43,6 +43,26 @@ Shape get(In in, const GetAttrs& a) {
   return in[0].part(a.index);
 }
 
+Shape topk(In in, const TopKAttrs& a) {
+  const Shape& x = in[0];
+  if (x.rank() == 0)
+    throw ShapeError("topk: x is a scalar; it needs an axis to select along");
+  auto ax = static_cast<std::size_t>(normalize_axis(a.axis, x.rank(), "topk"));
+  if (!x[ax].is_static())
+    throw ShapeError("topk: axis " + std::to_string(a.axis) + " of " + x.str() +
+                     " is symbolic; bind it before topk");
+  if (a.k < 0 || a.k > x[ax].size())
+    throw ShapeError("topk: k = " + std::to_string(a.k) + " is outside [0, " + x[ax].str() +
+                     "] (axis " + std::to_string(a.axis) + " of " + x.str() + ")");
+  if (x.dtype == DType::boolean)
+    throw ShapeError("topk: x is bool; it needs a numeric type");
+  Shape values = x;
+  values.dims[ax] = Dim(a.k);
+  Shape indices = values;
+  indices.dtype = DType::i64;
+  return Shape::tuple({std::move(values), std::move(indices)});
+}
+
 } // namespace rules
 
 void check_tuple_operands(OpKind op, std::span<const Shape> inputs) {

@@ -43,6 +43,19 @@ TEST(ReferenceUnary, MathOnF64) {
   expect_near(unary(OpKind::Sin, f64({2}, {std::numbers::pi / 6, 0})), {2}, {0.5, 0}, 1e-15);
   expect_near(unary(OpKind::Cos, f64({2}, {std::numbers::pi / 3, 0})), {2}, {0.5, 1}, 1e-15);
   expect_near(unary(OpKind::Erf, f64({2}, {0.5, 0})), {2}, {0.5204998778130465, 0}, 1e-15);
+  const double pi = std::numbers::pi;
+  expect_near(unary(OpKind::Sinh, f64({2}, {1, 0})), {2}, {1.1752011936438014, 0}, 1e-15);
+  expect_near(unary(OpKind::Cosh, f64({2}, {1, 0})), {2}, {1.5430806348152437, 1}, 1e-15);
+  expect_near(unary(OpKind::Asin, f64({2}, {0.5, 1})), {2}, {pi / 6, pi / 2}, 1e-15);
+  expect_near(unary(OpKind::Acos, f64({2}, {0.5, -1})), {2}, {pi / 3, pi}, 1e-15);
+  expect_near(unary(OpKind::Atan, f64({2}, {1, -1})), {2}, {pi / 4, -pi / 4}, 1e-15);
+  expect_near(unary(OpKind::Asinh, f64({2}, {1, 0})), {2}, {0.881373587019543, 0}, 1e-15);
+  expect_near(unary(OpKind::Acosh, f64({2}, {2, 1})), {2}, {1.3169578969248166, 0}, 1e-15);
+  expect_near(unary(OpKind::Atanh, f64({2}, {0.5, 0})), {2}, {0.5493061443340549, 0}, 1e-15);
+  // Outside their domains the inverse functions give NaN.
+  expect_eq(unary(OpKind::Asin, f64({1}, {2})), {1}, {kNaN});
+  expect_eq(unary(OpKind::Acosh, f64({1}, {0.5})), {1}, {kNaN});
+  expect_eq(unary(OpKind::Atanh, f64({1}, {-2})), {1}, {kNaN});
   expect_eq(unary(OpKind::Neg, f64({3}, {1, -2.5, 0})), {3}, {-1, 2.5, 0});
   expect_eq(unary(OpKind::Abs, f64({3}, {1, -2.5, 0})), {3}, {1, 2.5, 0});
   expect_eq(unary(OpKind::Relu, f64({4}, {-1, 0, 2, kNaN})), {4}, {0, 0, 2, kNaN});

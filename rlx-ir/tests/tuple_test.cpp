@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <limits>
+
 namespace rlx::ir {
 namespace {
 
@@ -277,6 +280,64 @@ TEST(TupleReference, OutputsDoNotShareBuffers) {
   auto outs = reference::evaluate(g, {{"x", xv}});
   outs[0].set_f64(0, 5.0);
   EXPECT_EQ(outs[1].get_f64(0), 0.0);
+}
+
+// ---- onnx3: topk ----
+/// TopK of [2, 5] rows, values and indices of the parts.
+std::pair<std::vector<double>, std::vector<std::int64_t>> topk_of(std::vector<double> x,
+                                                                  TopKAttrs a) {
+  Graph g("g");
+  Builder b(g);
+  NodeId in = b.input("x", Shape::of({2, 5}, DType::f64));
+  NodeId t = g.add(OpKind::TopK, {in}, a, "top");
+  b.output(b.get(t, 0));
+  b.output(b.get(t, 1));
+  Tensor xv(Shape::of({2, 5}, DType::f64));
+  for (std::int64_t i = 0; i < xv.numel(); ++i)
+    xv.set_f64(i, x[static_cast<std::size_t>(i)]);
+  auto outs = reference::evaluate(g, {{"x", xv}});
+  std::vector<double> v;
+  std::vector<std::int64_t> idx;
+  for (std::int64_t i = 0; i < outs[0].numel(); ++i)
+    v.push_back(outs[0].get_f64(i));
+  for (std::int64_t i = 0; i < outs[1].numel(); ++i)
+    idx.push_back(outs[1].get_i64(i));
+  EXPECT_EQ(outs[1].dtype(), DType::i64);
+  return {v, idx};
+}
+
+TEST(TupleReference, TopKOrderTiesAndNaN) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Row 0 holds ties (3 at 0 and 3) and a NaN (greater than every number); row 1 is plain.
+  std::vector<double> x{3, 1, nan, 3, 2, /**/ 0.5, -2, 4, 0.25, 9};
+  auto [v, idx] = topk_of(x, TopKAttrs{1, 3, true});
+  ASSERT_EQ(v.size(), 6u);
+  EXPECT_TRUE(std::isnan(v[0]));
+  EXPECT_EQ((std::vector<double>{v[1], v[2], v[3], v[4], v[5]}),
+            (std::vector<double>{3, 3, 9, 4, 0.5}));
+  EXPECT_EQ(idx, (std::vector<std::int64_t>{2, 0, 3, 4, 2, 0}));
+  auto [s, sidx] = topk_of(x, TopKAttrs{-1, 3, false});
+  EXPECT_EQ(s, (std::vector<double>{1, 2, 3, -2, 0.25, 0.5}));
+  EXPECT_EQ(sidx, (std::vector<std::int64_t>{1, 4, 0, 1, 3, 0}));
+  // Along axis 0 (columns of two), k = 2: every column sorted, NaN first.
+  Graph g("g");
+  Builder b(g);
+  NodeId in = b.input("x", Shape::of({2, 5}, DType::f64));
+  NodeId t = g.add(OpKind::TopK, {in}, TopKAttrs{0, 2, true}, "top");
+  EXPECT_EQ(g.shape(t).str(), "([2, 5] f64, [2, 5] i64)");
+}
+
+TEST(TupleShape, TopKErrors) {
+  Graph g("g");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({2, 5}));
+  EXPECT_THROW(g.add(OpKind::TopK, {x}, TopKAttrs{1, 6, true}), ShapeError);  // k > 5
+  EXPECT_THROW(g.add(OpKind::TopK, {x}, TopKAttrs{1, -1, true}), ShapeError); // k < 0
+  EXPECT_THROW(g.add(OpKind::TopK, {x}, TopKAttrs{2, 1, true}), ShapeError);  // no axis 2
+  NodeId flag = b.input("flag", Shape::of({4}, DType::boolean));
+  EXPECT_THROW(g.add(OpKind::TopK, {flag}, TopKAttrs{0, 1, true}), ShapeError);
+  NodeId sym = b.input("s", Shape({Dim::sym("n")}, DType::f32));
+  EXPECT_THROW(g.add(OpKind::TopK, {sym}, TopKAttrs{0, 1, true}), ShapeError);
 }
 
 } // namespace

@@ -222,6 +222,22 @@ private:
       return unary("Relu");
     case OpKind::Sin:
       return unary("Sin");
+    case OpKind::Sinh:
+      return unary("Sinh");
+    case OpKind::Cosh:
+      return unary("Cosh");
+    case OpKind::Asin:
+      return unary("Asin");
+    case OpKind::Acos:
+      return unary("Acos");
+    case OpKind::Atan:
+      return unary("Atan");
+    case OpKind::Asinh:
+      return unary("Asinh");
+    case OpKind::Acosh:
+      return unary("Acosh");
+    case OpKind::Atanh:
+      return unary("Atanh");
     case OpKind::Cos:
       return unary("Cos");
     case OpKind::Erf:

@@ -315,6 +315,39 @@ void argmax(NodeCtx& c, bool min) {
   c.set(0, am);
 }
 
+/// TopK: the rlx op (a (values, indices) tuple) read through two Gets. k is an attribute before
+/// opset 10, then a one-element input that must be known at import time (the result's shape
+/// depends on it). sorted = 0 leaves the order to the runtime (ONNX), so sorted order serves it.
+void topk(NodeCtx& c) {
+  NodeId x = c.in(0);
+  const auto rank = c.g().shape(x).rank();
+  if (rank == 0)
+    throw Invalid("TopK of a scalar");
+  auto axis = norm_axis(c.attr_i("axis", -1), rank, "axis");
+  std::int64_t k = 0;
+  if (c.opset() < 10) {
+    if (!c.has_attr("k"))
+      throw Invalid("TopK needs the attribute k (opset < 10)");
+    k = c.attr_i("k", 0);
+  } else {
+    auto ks = c.need_ints(1, "k");
+    if (ks.size() != 1)
+      throw Invalid("TopK's k must hold one value, got " + std::to_string(ks.size()));
+    k = ks[0];
+  }
+  const bool largest = c.attr_i("largest", 1) != 0;
+  c.ignore("sorted");
+  ir::TopKAttrs a;
+  a.axis = axis;
+  a.k = k;
+  a.largest = largest;
+  NodeId t = c.g().add(OpKind::TopK, {x}, a, c.node().name());
+  if (c.output_used(0))
+    c.set(0, c.g().add(OpKind::Get, {t}, ir::GetAttrs{0}));
+  if (c.output_used(1))
+    c.set(1, c.g().add(OpKind::Get, {t}, ir::GetAttrs{1}));
+}
+
 /// Spatial geometry of a Conv / pool node on a 4-D NCHW input: per spatial axis the kernel
 /// extent, stride, dilation and begin / end pads (auto_pad resolved).
 struct Window {
@@ -546,6 +579,37 @@ void conv_transpose(NodeCtx& c) {
   c.set(0, y);
 }
 
+/// Max pooling with dilations over an already padded [N, C, H, W] x (static H, W): per spatial
+/// axis one Gather of every window's cells (offset t of window o reads o * stride + t * dilation),
+/// t-major, reshaped to [.., k, out, ..]; then the max over both k axes.
+NodeId dilated_max_pool(NodeCtx& c, NodeId x, const Window& w) {
+  auto& b = c.b();
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto d = dims_of(c, x);
+    const std::size_t ax = 2 + 2 * i; // [N, C, H, W] -> [N, C, kh, oh, W] -> axis 4 next
+    if (!d[ax].is_static())
+      throw Unsupported("pooling with dilations over symbolic dim " + d[ax].str());
+    const std::int64_t extent = (w.kernel[i] - 1) * w.dil[i] + 1;
+    if (d[ax].size() < extent)
+      throw Invalid("the dilated pooling window (" + std::to_string(extent) +
+                    ") exceeds the padded input (" + d[ax].str() + ")");
+    const std::int64_t out = (d[ax].size() - extent) / w.stride[i] + 1;
+    check_built_size(w.kernel[i] * out, "the dilated pooling index list");
+    std::vector<std::int64_t> idx;
+    for (std::int64_t t = 0; t < w.kernel[i]; ++t)
+      for (std::int64_t o = 0; o < out; ++o)
+        idx.push_back(o * w.stride[i] + t * w.dil[i]);
+    const auto n = static_cast<std::int64_t>(idx.size());
+    x = b.gather(x, c.constant(ir::Tensor::from<std::int64_t>({n}, idx)),
+                 static_cast<std::int64_t>(ax));
+    std::vector<Dim> split(d.begin(), d.end());
+    split[ax] = Dim(out);
+    split.insert(split.begin() + static_cast<std::ptrdiff_t>(ax), Dim(w.kernel[i]));
+    x = reshape_to(c, x, split);
+  }
+  return b.reduce(ReduceOp::max, x, {2, 4});
+}
+
 void pool(NodeCtx& c, bool max) {
   auto& b = c.b();
   NodeId x = c.in(0);
@@ -559,9 +623,9 @@ void pool(NodeCtx& c, bool max) {
     c.ignore("storage_order"); // only affects the Indices output, which is not supported
   Window raw = to_2d(window(c, x, *ks, false));
   Window w = to_2d(window(c, x, *ks, ceil_mode)); // plus the cells ceil_mode adds at the end
-  for (auto dl : w.dil)
-    if (dl != 1)
-      throw Unsupported("pooling with dilations");
+  const bool dilated = w.dil[0] != 1 || w.dil[1] != 1;
+  if (dilated && !max)
+    throw Unsupported("average pooling with dilations");
   x = to_4d(c, x);
   DType t = c.g().shape(x).dtype;
   if (!ir::is_float(t)) {
@@ -576,7 +640,9 @@ void pool(NodeCtx& c, bool max) {
   bool native =
       symmetric(w) && 2 * w.pad_begin[0] <= w.kernel[0] && 2 * w.pad_begin[1] <= w.kernel[1];
   NodeId y;
-  if (native && (max || !include_pad)) {
+  if (dilated) {
+    y = dilated_max_pool(c, explicit_pad(c, x, w, -std::numeric_limits<double>::infinity()), w);
+  } else if (native && (max || !include_pad)) {
     // rlx pooling never lets padded cells take part: ONNX's max, and average without
     // count_include_pad.
     a.padding = w.pad_begin;
@@ -662,6 +728,48 @@ void instance_norm(NodeCtx& c) {
   c.set(0, b.add(b.mul(y, per_channel(c, c.in(1), r)), per_channel(c, c.in(2), r)));
 }
 
+/// LRN over the channels of [N, C, ..]: y = x / (bias + alpha / size * s)^beta, s the sum of x^2
+/// over channels [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] clipped to [0, C): x^2
+/// zero-padded along C, then the sum of `size` shifted Narrows (in ascending channel order).
+void lrn(NodeCtx& c) {
+  auto& b = c.b();
+  NodeId x = c.in(0);
+  const auto d = dims_of(c, x);
+  if (d.size() < 3)
+    throw Invalid("LRN needs an input of rank >= 3 ([N, C, ..]), got rank " +
+                  std::to_string(d.size()));
+  if (!d[1].is_static())
+    throw Unsupported("LRN over a symbolic channel dim (" + d[1].str() + ")");
+  if (!c.has_attr("size"))
+    throw Invalid("LRN needs the attribute size");
+  const std::int64_t size = c.attr_i("size", 1);
+  if (size < 1)
+    throw Invalid("LRN size must be >= 1, got " + std::to_string(size));
+  const double alpha = c.attr_f("alpha", 1e-4), beta = c.attr_f("beta", 0.75);
+  const double bias = c.attr_f("bias", 1.0);
+  const std::int64_t channels = d[1].size(), lo = (size - 1) / 2, hi = size - 1 - lo;
+  NodeId sq = pad_axis(c, b.mul(x, x), 1, lo, hi, 0.0);
+  NodeId sum = b.narrow(sq, 1, 0, channels);
+  for (std::int64_t i = 1; i < size; ++i)
+    sum = b.add(sum, b.narrow(sq, 1, i, channels));
+  NodeId den = b.add(sc(c, bias, x), b.mul(sc(c, alpha / static_cast<double>(size), x), sum));
+  c.set(0, b.div(x, b.pow(den, sc(c, beta, x))));
+}
+
+/// MeanVarianceNormalization (ONNX's function body): (x - mean) / (sqrt(mean(x^2) - mean^2) +
+/// 1e-9) over `axes` (default [0, 2, 3]).
+void mean_variance_norm(NodeCtx& c) {
+  auto& b = c.b();
+  NodeId x = c.in(0);
+  const auto r = c.g().shape(x).rank();
+  std::vector<std::int64_t> axes = c.attr_ints("axes").value_or(std::vector<std::int64_t>{0, 2, 3});
+  for (auto& a : axes)
+    a = norm_axis(a, r, "axes");
+  NodeId mean = b.mean(x, axes, true);
+  NodeId var = b.sub(b.mean(b.mul(x, x), axes, true), b.mul(mean, mean));
+  c.set(0, b.div(b.sub(x, mean), b.add(b.sqrt(var), sc(c, 1e-9, x))));
+}
+
 #define RLX_REDUCE(Name)                                                                           \
   {                                                                                                \
 #Name, [](NodeCtx & c) { reduce(c, #Name); }                                                   \
@@ -685,6 +793,9 @@ constexpr auto kOps = std::to_array<ConverterEntry>({
     RLX_REDUCE(ReduceLogSumExp),
     {"ArgMax", [](NodeCtx& c) { argmax(c, false); }},
     {"ArgMin", [](NodeCtx& c) { argmax(c, true); }},
+    {"TopK", topk},
+    {"LRN", lrn},
+    {"MeanVarianceNormalization", mean_variance_norm},
     {"Conv", conv},
     {"ConvTranspose", conv_transpose},
     {"MaxPool", [](NodeCtx& c) { pool(c, true); }},

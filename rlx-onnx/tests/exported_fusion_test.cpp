@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace rlx::onnx {
 namespace {
@@ -22,6 +23,8 @@ const std::filesystem::path kDir = RLX_ONNX_EXPORTED_DIR;
 struct Fused {
   std::map<std::string, int> applied; ///< the fusion report's applied patterns
   std::map<ir::OpKind, int> kernels;  ///< op kinds of the compiled graph
+  std::vector<ir::MaskKind> masks;    ///< the mask kind of each Attention
+  std::vector<bool> weights_kn;       ///< the weight layout of each SwiGluMatMul
   std::size_t missed = 0;
   std::string report;
 };
@@ -41,8 +44,14 @@ Fused compile_and_check(const std::string& name) {
   f.applied = r.fusion.applied;
   f.missed = r.fusion.missed.size();
   f.report = r.fusion.str();
-  for (ir::NodeId id : r.lir.graph().ids())
-    ++f.kernels[r.lir.graph().node(id).op];
+  for (ir::NodeId id : r.lir.graph().ids()) {
+    const ir::Node& n = r.lir.graph().node(id);
+    ++f.kernels[n.op];
+    if (n.op == ir::OpKind::Attention)
+      f.masks.push_back(n.attr<ir::AttentionAttrs>().mask);
+    if (n.op == ir::OpKind::SwiGluMatMul)
+      f.weights_kn.push_back(n.attr<ir::SwiGluMatMulAttrs>().weights_kn);
+  }
 
   const ir::Tensor x = runtime::read_npy((kDir / (name + ".x.npy")).string());
   const ir::Tensor torch_y = runtime::read_npy((kDir / (name + ".y.npy")).string());
@@ -84,9 +93,15 @@ TEST(ExportedFusion, LlamaBlockReachesTheBuilderKernels) {
   // the bshd attention then drops.
   EXPECT_EQ(f.kernels[ir::OpKind::Rope], 2) << f.report;
   EXPECT_EQ(f.kernels[ir::OpKind::Transpose], 0) << f.report;
-  // Q / K / V in one product, gate / up in another.
-  EXPECT_EQ(f.applied.count("shared_input_matmul") ? f.applied.at("shared_input_matmul") : 0, 5)
+  // The exported causal buffer `causal[:S, :S]` is the causal mask kind: no mask operand.
+  EXPECT_EQ(f.masks, std::vector<ir::MaskKind>{ir::MaskKind::causal}) << f.report;
+  // Q / K / V in one product; gate / up as one SwiGluMatMul reading the [K, N] weights as stored.
+  EXPECT_EQ(f.applied.count("shared_input_matmul") ? f.applied.at("shared_input_matmul") : 0, 3)
       << f.report;
+  EXPECT_EQ(f.kernels[ir::OpKind::SwiGluMatMul], 1) << f.report;
+  EXPECT_EQ(f.weights_kn, std::vector<bool>{true}) << f.report;
+  EXPECT_EQ(f.kernels[ir::OpKind::SwiGlu], 0) << f.report;
+  EXPECT_EQ(f.kernels[ir::OpKind::Split], 1) << f.report; // Q / K / V only
   for (ir::OpKind k : {ir::OpKind::Softmax, ir::OpKind::Reduce, ir::OpKind::Sqrt, ir::OpKind::Pow,
                        ir::OpKind::Sigmoid, ir::OpKind::Neg, ir::OpKind::Narrow})
     EXPECT_EQ(f.kernels[k], 0) << ir::op_name(k) << " left unfused\n" << f.report;

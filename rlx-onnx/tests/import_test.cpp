@@ -33,7 +33,7 @@ std::vector<Tensor> run(const ImportedModel& m, const TensorMap& inputs) {
 TEST(OnnxImport, ListsEveryUnsupportedOpAttributeAndDtypeAtOnce) {
   ModelBuilder mb;
   mb.input("x", {2, 3}).input("u", {4}, ::onnx::TensorProto::UINT16);
-  mb.node("Acos", {"x"}, {"a"}, "first");
+  mb.node("Det", {"x"}, {"a"}, "first");
   mb.node("Relu", {"a"}, {"b"}); // downstream of a failure: not reported again
   auto& cast = mb.node("Cast", {"x"}, {"c"}, "cast");
   attr(cast, "to", std::int64_t{::onnx::TensorProto::UINT32}); // a dtype rlx does not have
@@ -49,7 +49,7 @@ TEST(OnnxImport, ListsEveryUnsupportedOpAttributeAndDtypeAtOnce) {
     ASSERT_EQ(e.problems().size(), 5u) << e.what();
     std::string msg = e.what();
     EXPECT_NE(msg.find("UINT16"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("Acos node 'first': op Acos is not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Det node 'first': op Det is not supported"), std::string::npos) << msg;
     EXPECT_NE(msg.find("Cast node 'cast'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("Softmax node 'soft': attribute bogus not supported"), std::string::npos)
         << msg;
@@ -284,6 +284,36 @@ TEST(OnnxImport, MalformedModelsGiveOneClearError) {
     testing::attr_f(n, "perm", 1.0f);
     mb.output("y");
     EXPECT_THROW(import_model(mb.bytes()), ImportError);
+  }
+}
+
+TEST(OnnxImport, TopKReadsItsKAndRefusesARuntimeK) {
+  {
+    // k from an initializer, smallest first along axis 0; both outputs read.
+    ModelBuilder mb;
+    mb.input("x", {4, 2}).initializer("k", Tensor::from<std::int64_t>({1}, {3}));
+    auto& n = mb.node("TopK", {"x", "k"}, {"v", "i"});
+    testing::attr(n, "axis", 0);
+    testing::attr(n, "largest", 0);
+    mb.output("v").output("i");
+    auto m = import_model(mb.bytes());
+    auto out = run(m, {{"x", Tensor::from<float>({4, 2}, {5, 1, -2, 1, 7, 0, -2, 3})}});
+    EXPECT_TRUE(out[0].identical(Tensor::from<float>({3, 2}, {-2, 0, -2, 1, 5, 1})));
+    EXPECT_TRUE(out[1].identical(Tensor::from<std::int64_t>({3, 2}, {1, 2, 3, 0, 0, 1})));
+  }
+  {
+    // k as a graph input: the result's shape would depend on a runtime value.
+    ModelBuilder mb;
+    mb.input("x", {4, 2}).input("k", {1}, ::onnx::TensorProto::INT64);
+    mb.node("TopK", {"x", "k"}, {"v", "i"}, "top");
+    mb.output("v");
+    try {
+      import_model(mb.bytes());
+      FAIL();
+    } catch (const ImportError& e) {
+      EXPECT_NE(std::string(e.what()).find("TopK node 'top'"), std::string::npos) << e.what();
+      EXPECT_TRUE(e.unsupported()) << e.what();
+    }
   }
 }
 

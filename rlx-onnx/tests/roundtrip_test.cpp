@@ -81,6 +81,19 @@ TEST(OnnxRoundTrip, MovementCompareAndIndexing) {
                  {"idx", Tensor::from<std::int64_t>({4}, {0, 4, 2, 2})}});
 }
 
+TEST(OnnxRoundTrip, TrigonometricAndHyperbolic) {
+  // values() spans [-1, 1.2]: asin / acos / atanh read x / 2, acosh reads 2 + x.
+  Graph g;
+  Builder b(g);
+  auto x = b.input("x", Shape::of({3, 7}));
+  auto half = b.mul(x, b.scalar(0.5));
+  b.output(b.add(b.sinh(x), b.cosh(x)));
+  b.output(b.add(b.asin(half), b.acos(half)));
+  b.output(b.add(b.atan(x), b.asinh(x)));
+  b.output(b.add(b.acosh(b.add(x, b.scalar(2.0))), b.atanh(half)));
+  round_trip(g, {{"x", values(Shape::of({3, 7}))}});
+}
+
 TEST(OnnxRoundTrip, ConvAndPooling) {
   Graph g;
   Builder b(g);

@@ -33,6 +33,16 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
     UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
+    // ---- onnx3: topk, trig (ONNX import; CPU kernels only) ----
+    UnclaimedOp{K::TopK, "no OpenCL kernel yet (a per-lane partial sort; CPU only for now)"},
+    UnclaimedOp{K::Sinh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
+    UnclaimedOp{K::Cosh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
+    UnclaimedOp{K::Asin, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
+    UnclaimedOp{K::Acos, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
+    UnclaimedOp{K::Atan, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
+    UnclaimedOp{K::Asinh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
+    UnclaimedOp{K::Acosh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
+    UnclaimedOp{K::Atanh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
 };
 
 ir::ClaimSet build_claims() {

@@ -490,15 +490,17 @@ void lower_matmul_bias_act(Lowerer& L) {
   gemm(L, n.inputs[0], n.inputs[1], at.transpose_a, at.transpose_b, bias, static_cast<int>(at.act));
 }
 
-/// SwiGluMatMul: the gate product into the result, then the up product whose epilogue reads it
-/// back: silu(gate) * up, element by element, by the item that wrote it (no scratch buffer).
+/// SwiGluMatMul ([N, K] weights, or [K, N] with weights_kn): the gate product into the result, then
+/// the up product whose epilogue reads it back: silu(gate) * up, element by element, by the item
+/// that wrote it (no scratch buffer).
 void lower_swiglu_matmul(Lowerer& L) {
   const ir::Node& n = L.graph().node(L.node());
   if (n.shape.rank() < 2)
     throw Error("rlx-opencl: " + ir::describe(L.graph(), L.node()) +
                 ": swiglu_matmul needs x of rank 2 or more");
-  gemm(L, n.inputs[0], n.inputs[1], false, true, ir::NodeId{}, 0);
-  gemm(L, n.inputs[0], n.inputs[2], false, true, ir::NodeId{}, kEpiGlu);
+  const bool tb = !n.attr<ir::SwiGluMatMulAttrs>().weights_kn; // [N, K] weights: x w^T
+  gemm(L, n.inputs[0], n.inputs[1], false, tb, ir::NodeId{}, 0);
+  gemm(L, n.inputs[0], n.inputs[2], false, tb, ir::NodeId{}, kEpiGlu);
 }
 
 /// SwiGlu: silu(gate) * up over equal shapes.
@@ -1000,6 +1002,16 @@ void Lowerer::lower(ir::NodeId id) {
   case K::SwiGluFfn:
   case K::BertLayer:
   case K::LlamaBlock:
+  // ---- onnx3: topk, trig (unclaimed: CPU kernels only) ----
+  case K::TopK:
+  case K::Sinh:
+  case K::Cosh:
+  case K::Asin:
+  case K::Acos:
+  case K::Atan:
+  case K::Asinh:
+  case K::Acosh:
+  case K::Atanh:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -133,7 +133,15 @@ void unary_cases(Table& t) {
       {K::GeluTanh, -4, 4},     {K::Silu, -6, 6},  {K::Sin, -4, 4},     {K::Cos, -4, 4},
       {K::Erf, -3, 3},          {K::Neg, -4, 4},   {K::Abs, -4, 4},     {K::Relu, -4, 4},
   };
-  for (const U& u : float_ops) {
+  // ---- onnx3: trig ---- (inside their domains: |x| < 1 for asin / acos / atanh, x > 1 acosh)
+  const U trig_ops[] = {
+      {K::Sinh, -4, 4}, {K::Cosh, -4, 4},  {K::Asin, -0.99, 0.99}, {K::Acos, -0.99, 0.99},
+      {K::Atan, -6, 6}, {K::Asinh, -6, 6}, {K::Acosh, 1.01, 8},    {K::Atanh, -0.95, 0.95},
+  };
+  std::vector<U> unary_ops(std::begin(float_ops), std::end(float_ops));
+  unary_ops.insert(unary_ops.end(), std::begin(trig_ops), std::end(trig_ops));
+
+  for (const U& u : unary_ops) {
     double scale = std::max(std::fabs(u.lo), std::fabs(u.hi));
     if (u.op == K::Exp)
       scale = 1.0; // exp has no zeros: its error is relative
@@ -401,6 +409,32 @@ void movement_cases(Table& t) {
         {in("target", {2, 4, 3}, DType::f64), ints("idx", {6}, DType::i64, 0, 3),
          in("updates", {2, 6, 3}, DType::f64)},
         ir::AxisAttrs{1}, sum_of_products(DType::f64, 7, 1.0, "up to 7 accumulated additions"));
+  // ---- onnx3: topk ----
+  // TopK's values and indices (cast to the values' type, exact for these sizes), joined along
+  // the axis; integers in [0, 3] make ties, so the lower-index-first order shows.
+  struct TopKCase {
+    const char* name;
+    InputSpec x;
+    ir::TopKAttrs a;
+  };
+  const TopKCase topk_cases[] = {
+      {"topk_last_axis_largest_f32", in("x", {3, 17}), {-1, 5, true}},
+      {"topk_middle_axis_smallest_f64", in("x", {2, 9, 4}, DType::f64), {1, 4, false}},
+      {"topk_ties_largest_i32", ints("x", {4, 11}, DType::i32, 0, 3), {1, 7, true}},
+      {"topk_ties_smallest_axis0_i64", ints("x", {10, 3}, DType::i64, 0, 3), {0, 10, false}},
+      {"topk_ties_largest_f16", ints("x", {3, 12}, DType::f16, 0, 3), {-1, 6, true}},
+  };
+  for (const TopKCase& c : topk_cases) {
+    const ir::TopKAttrs a = c.a;
+    t.add_built(c.name, K::TopK, {c.x}, exact("a selection copies values; indices are exact"),
+                [a](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+                  ir::Builder b(g);
+                  const ir::NodeId top = g.add(K::TopK, {in_[0]}, a, "top");
+                  const ir::NodeId values = b.get(top, 0);
+                  const ir::NodeId idx = b.cast(b.get(top, 1), b.shape(in_[0]).dtype);
+                  return b.concat({values, idx}, a.axis);
+                });
+  }
 }
 
 // ---- reductions and normalisation
@@ -1005,12 +1039,16 @@ void fused_transformer_cases(Table& t) {
     auto x = in("x", {2, 5, 16}, d);
     const double k = 16;
     const double u = unit(d);
+    const Tolerance tol{2 * 17 * k * k * u + 64 * u * 16, 64 * u,
+                        "two 16-term GEMMs (gamma_16·16 each, values up to 16), SiLU within 16 "
+                        "ulp, one product"};
     t.add("swiglu_matmul_" + dn(d), K::SwiGluMatMul,
           {x, as_param(in("w_gate", {24, 16}, d)), as_param(in("w_up", {24, 16}, d))},
-          ir::NoAttrs{},
-          Tolerance{2 * 17 * k * k * u + 64 * u * 16, 64 * u,
-                    "two 16-term GEMMs (gamma_16·16 each, values up to 16), SiLU within 16 ulp, "
-                    "one product"});
+          ir::SwiGluMatMulAttrs{}, tol);
+    // The [K, N] weights of ONNX exports (weights_kn): the same products, untransposed.
+    t.add("swiglu_matmul_kn_" + dn(d), K::SwiGluMatMul,
+          {x, as_param(in("w_gate", {16, 24}, d)), as_param(in("w_up", {16, 24}, d))},
+          ir::SwiGluMatMulAttrs{true}, tol);
   }
 }
 

@@ -60,14 +60,15 @@ std::unique_ptr<Kernel> make_swiglu(const LowerContext& c) {
 
 // ---- SwiGluMatMul -------------------------------------------------------------------------------
 
-/// The two GEMMs of a SwiGluMatMul node: x [.., K] against w [N, K] (transpose_b), the gate one
-/// with the silu epilogue. The weights are packed once (oneDNN) when they are Params / Constants.
+/// The two GEMMs of a SwiGluMatMul node: x [.., K] against w [N, K] (transpose_b), or against
+/// w [K, N] with weights_kn (the layout of ONNX exports: no transposed copy), the gate one with
+/// the silu epilogue. The weights are packed once (oneDNN) when they are Params / Constants.
 MatMulSpec gemm_spec(const NodeView& n, std::size_t w, bool gate) {
   MatMulSpec s;
   s.a_sizes = n.in(0).sizes();
   s.b_sizes = n.in(w).sizes();
   s.out_sizes = n.out().sizes();
-  s.transpose_b = true;
+  s.transpose_b = !n.node().attr<ir::SwiGluMatMulAttrs>().weights_kn;
   s.dtype = n.out().dtype;
   s.act = gate ? ir::Activation::silu : ir::Activation::none;
   const ir::NodeId b = n.node().inputs[w];

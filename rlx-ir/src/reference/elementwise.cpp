@@ -152,6 +152,30 @@ RLX_REFERENCE_KERNEL(Cos) {
 RLX_REFERENCE_KERNEL(Erf) {
   return map_float(out, in[0], [](double x) { return std::erf(x); });
 }
+RLX_REFERENCE_KERNEL(Sinh) {
+  return map_float(out, in[0], [](double x) { return std::sinh(x); });
+}
+RLX_REFERENCE_KERNEL(Cosh) {
+  return map_float(out, in[0], [](double x) { return std::cosh(x); });
+}
+RLX_REFERENCE_KERNEL(Asin) {
+  return map_float(out, in[0], [](double x) { return std::asin(x); });
+}
+RLX_REFERENCE_KERNEL(Acos) {
+  return map_float(out, in[0], [](double x) { return std::acos(x); });
+}
+RLX_REFERENCE_KERNEL(Atan) {
+  return map_float(out, in[0], [](double x) { return std::atan(x); });
+}
+RLX_REFERENCE_KERNEL(Asinh) {
+  return map_float(out, in[0], [](double x) { return std::asinh(x); });
+}
+RLX_REFERENCE_KERNEL(Acosh) {
+  return map_float(out, in[0], [](double x) { return std::acosh(x); });
+}
+RLX_REFERENCE_KERNEL(Atanh) {
+  return map_float(out, in[0], [](double x) { return std::atanh(x); });
+}
 
 RLX_REFERENCE_KERNEL(Cast) {
   const Tensor& x = in[0];

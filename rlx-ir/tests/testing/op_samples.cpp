@@ -69,6 +69,8 @@ Graph unary_sample(OpKind op) {
   Builder b(g);
   DType t = op == OpKind::Neg ? DType::i32 : op == OpKind::Abs ? DType::f64 : f32;
   NodeId x = b.input("x", Shape({sym("batch"), 4}, t));
+  if (op == OpKind::Acosh) // defined from 1: the sample reads 2 + x (random inputs lie in [-1, 1])
+    x = b.add(x, b.scalar(2.0));
   b.output(b.op(op, {x}, NoAttrs{}, "y"));
   return g;
 }
@@ -171,6 +173,14 @@ Graph movement_sample(OpKind op) {
     NodeId t = g.add(OpKind::Split, {x}, SplitAttrs{-1, {2, 4, 1}}, "pieces");
     b.output(g.add(OpKind::Get, {t}, GetAttrs{2}, "last"));
     b.output(g.add(OpKind::Get, {t}, GetAttrs{0}, "first"));
+    break;
+  }
+  case OpKind::TopK: {
+    // The 3 largest along the middle axis, values and indices both read.
+    NodeId x = b.input("x", Shape({sym("batch"), 6, 2}, f32));
+    NodeId t = g.add(OpKind::TopK, {x}, TopKAttrs{1, 3, true}, "top");
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{0}, "values"));
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{1}, "indices"));
     break;
   }
   case OpKind::Concat: {
@@ -494,7 +504,7 @@ Graph fused_transformer_sample(OpKind op) {
     NodeId x = b.input("x", Shape({2, sym("seq"), 4}, f32));
     NodeId wg = b.param("w_gate", Shape({6, 4}, f32));
     NodeId wu = b.param("w_up", Shape({6, 4}, f32));
-    b.output(b.op(op, {x, wg, wu}, NoAttrs{}, "h"));
+    b.output(b.op(op, {x, wg, wu}, SwiGluMatMulAttrs{}, "h"));
   }
   return g;
 }
@@ -677,6 +687,14 @@ Graph sample_graph(OpKind op) {
   case OpKind::Sin:
   case OpKind::Cos:
   case OpKind::Erf:
+  case OpKind::Sinh:
+  case OpKind::Cosh:
+  case OpKind::Asin:
+  case OpKind::Acos:
+  case OpKind::Atan:
+  case OpKind::Asinh:
+  case OpKind::Acosh:
+  case OpKind::Atanh:
     return unary_sample(op);
   case OpKind::Add:
   case OpKind::Sub:
@@ -703,6 +721,7 @@ Graph sample_graph(OpKind op) {
   case OpKind::Expand:
   case OpKind::Gather:
   case OpKind::ScatterAdd:
+  case OpKind::TopK:
     return movement_sample(op);
   case OpKind::Reduce:
   case OpKind::Softmax:

@@ -169,6 +169,22 @@ struct NarrowAttrs {
   RLX_ATTRS(NarrowAttrs, axis, start, length)
 };
 
+/// SwiGluMatMul: the weights' layout. false: `[N, K]` (`[out, in]`, x w^T, the builders' layout);
+/// true: `[K, N]` (x w, the layout ONNX exports store), so no transposed copy is needed.
+struct SwiGluMatMulAttrs {
+  bool weights_kn = false;
+  RLX_ATTRS(SwiGluMatMulAttrs, weights_kn)
+};
+
+/// TopK: the \p k largest (or smallest) entries along \p axis, sorted (largest: descending,
+/// smallest: ascending), ties by the lower index (ONNX's TopK).
+struct TopKAttrs {
+  std::int64_t axis = -1;
+  std::int64_t k = 1;
+  bool largest = true;
+  RLX_ATTRS(TopKAttrs, axis, k, largest)
+};
+
 /// Split: the operand cut along \p axis into consecutive pieces of \p sizes (which must sum to
 /// the axis' length); the result is a tuple with one part per piece.
 struct SplitAttrs {
@@ -368,6 +384,6 @@ using Attrs =
                  ReduceAttrs, ArgMaxAttrs, NormAttrs, AttentionAttrs, RopeAttrs, Conv2dAttrs,
                  Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs, CustomFnAttrs, QuantAttrs,
                  LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs, SplitAttrs,
-                 GetAttrs, MatMulBiasActAttrs, RegionAttrs>;
+                 GetAttrs, MatMulBiasActAttrs, RegionAttrs, SwiGluMatMulAttrs, TopKAttrs>;
 
 } // namespace rlx::ir

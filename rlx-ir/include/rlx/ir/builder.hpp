@@ -45,6 +45,14 @@ public:
   NodeId sin(NodeId x) { return unary(OpKind::Sin, x); }
   NodeId cos(NodeId x) { return unary(OpKind::Cos, x); }
   NodeId erf(NodeId x) { return unary(OpKind::Erf, x); }
+  NodeId sinh(NodeId x) { return unary(OpKind::Sinh, x); }
+  NodeId cosh(NodeId x) { return unary(OpKind::Cosh, x); }
+  NodeId asin(NodeId x) { return unary(OpKind::Asin, x); }
+  NodeId acos(NodeId x) { return unary(OpKind::Acos, x); }
+  NodeId atan(NodeId x) { return unary(OpKind::Atan, x); }
+  NodeId asinh(NodeId x) { return unary(OpKind::Asinh, x); }
+  NodeId acosh(NodeId x) { return unary(OpKind::Acosh, x); }
+  NodeId atanh(NodeId x) { return unary(OpKind::Atanh, x); }
   /// Applies \p act (identity for Activation::none).
   NodeId activation(Activation act, NodeId x);
   NodeId cast(NodeId x, DType to);
