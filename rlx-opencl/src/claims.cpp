@@ -45,6 +45,12 @@ constexpr std::array kUnclaimed = {
                                 "decomposes it into primitives"},
     UnclaimedOp{K::LogSoftmaxGrad, "backward op without an OpenCL kernel yet: legalisation "
                                    "decomposes it into primitives"},
+    UnclaimedOp{K::AttentionGrad, "backward op without an OpenCL kernel yet: legalisation "
+                                  "decomposes it into primitives"},
+    UnclaimedOp{K::SoftmaxCrossEntropyGrad, "backward op without an OpenCL kernel yet: "
+                                            "legalisation decomposes it into primitives"},
+    UnclaimedOp{K::RopeGrad, "backward op without an OpenCL kernel yet: legalisation decomposes "
+                             "it into primitives"},
 };
 
 ir::ClaimSet build_claims() {

@@ -818,6 +818,9 @@ void Lowerer::lower(ir::NodeId id) {
   case K::RmsNormGrad:
   case K::SoftmaxGrad:
   case K::LogSoftmaxGrad:
+  case K::AttentionGrad:
+  case K::SoftmaxCrossEntropyGrad:
+  case K::RopeGrad:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));
