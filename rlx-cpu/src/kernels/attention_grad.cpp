@@ -136,10 +136,9 @@ template <class T>
 /// keys from the transposed tile \p kt): scaled, soft-capped (tanh values into \p th), biased and
 /// masked (-inf, also past jn).
 template <class T>
-[[gnu::always_inline]] inline void tile_scores(const GradParams<T>& p, std::int64_t b,
-                                               std::int64_t h, const T* qb, const T* kt,
-                                               std::int64_t q0, std::int64_t qn, std::int64_t j0,
-                                               std::int64_t jn, T* s, T* th) {
+[[gnu::always_inline]] inline void
+tile_scores(const GradParams<T>& p, std::int64_t b, std::int64_t h, const T* qb, const T* kt,
+            std::int64_t q0, std::int64_t qn, std::int64_t j0, std::int64_t jn, T* s, T* th) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const bool causal = p.mask == ir::MaskKind::causal || p.mask == ir::MaskKind::sliding_window;
   tile_dots(qb, p.q_s, qn, kt, p.d, s);
