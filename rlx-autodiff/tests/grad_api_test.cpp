@@ -123,6 +123,63 @@ TEST(GradWithLoss, NormsAndSoftmaxEmitTheirBackwardOps) {
   EXPECT_GT(r.checked, 0);
 }
 
+TEST(GradWithLoss, AttentionRopeAndCrossEntropyEmitTheirBackwardOps) {
+  // backward ops 2: rope -> rope_grad, attention (causal, GQA, softcap) -> one attention_grad
+  // (dq, dk, dv through gets; no Softmax recomputed in primitives), softmax_cross_entropy ->
+  // softmax_cross_entropy_grad. Then the gradients against finite differences.
+  Graph g("attn_xent");
+  Builder b(g);
+  const DType t = DType::f64;
+  ir::RopeAttrs r;
+  r.style = ir::RopeStyle::interleaved;
+  r.position_offset = 2;
+  NodeId q = b.rope(b.param("q", Shape::of({1, 5, 4, 4}, t)), r);
+  NodeId k = b.rope(b.param("k", Shape::of({1, 5, 2, 4}, t)), r);
+  NodeId v = b.param("v", Shape::of({1, 5, 2, 4}, t));
+  ir::AttentionAttrs a;
+  a.num_heads = 4;
+  a.num_kv_heads = 2;
+  a.mask = ir::MaskKind::causal;
+  a.softcap = 1.5;
+  NodeId o = b.reshape(b.attention(q, k, v, a), {ir::Dim(20), ir::Dim(4)});
+  b.output(b.sum(b.softmax_cross_entropy(o, b.input("labels", Shape::of({20}, DType::i64))), {}));
+  Graph gg = autodiff::grad_with_loss(g, autodiff::float_params(g));
+  EXPECT_EQ(count(gg, OpKind::RopeGrad), 2u);
+  EXPECT_EQ(count(gg, OpKind::AttentionGrad), 1u);
+  EXPECT_EQ(count(gg, OpKind::SoftmaxCrossEntropyGrad), 1u);
+  EXPECT_EQ(count(gg, OpKind::Softmax), 0u);
+  EXPECT_EQ(count(gg, OpKind::Gather), 0u);
+  Tensor labels(Shape::of({20}, DType::i64));
+  for (std::int64_t i = 0; i < 20; ++i)
+    labels.set_f64(i, static_cast<double>((i * 7) % 4));
+  TensorMap in{{"labels", labels}}, pa{{"q", random(Shape::of({1, 5, 4, 4}, t), 1)},
+                                       {"k", random(Shape::of({1, 5, 2, 4}, t), 2)},
+                                       {"v", random(Shape::of({1, 5, 2, 4}, t), 3)}};
+  const autodiff::testing::WeightedLoss l = autodiff::testing::weighted_sum_loss(g, 11);
+  const auto res = autodiff::testing::check_gradients(l, in, pa, autodiff::float_params(g));
+  EXPECT_LE(res.max_err, 1e-6) << res.worst;
+  EXPECT_GT(res.checked, 0);
+}
+
+TEST(GradWithLoss, AttentionBiasThatWantsAGradientTakesThePrimitiveForm) {
+  // dbias is dS in full, which attention_grad never forms: the rule differentiates attention's
+  // primitive form then; a bias that wants no gradient still gets attention_grad.
+  for (bool bias_grad : {true, false}) {
+    Graph g("attn_bias");
+    Builder b(g);
+    const Shape s = Shape::of({1, 3, 2, 4}, DType::f64);
+    NodeId bias = bias_grad ? b.param("bias", Shape::of({3, 3}, DType::f64))
+                            : b.input("bias", Shape::of({3, 3}, DType::f64));
+    ir::AttentionAttrs a;
+    a.num_heads = 2;
+    a.num_kv_heads = 2;
+    a.mask = ir::MaskKind::bias;
+    b.output(b.sum(b.attention(b.param("q", s), b.param("k", s), b.param("v", s), a, bias), {}));
+    Graph gg = autodiff::grad_with_loss(g, autodiff::float_params(g));
+    EXPECT_EQ(count(gg, OpKind::AttentionGrad), bias_grad ? 0u : 1u);
+  }
+}
+
 TEST(GradWithLoss, WeightGradientOfABatchedMatMulIsOneGemmOverTheRows) {
   // x [2, 3, 4] against a shared weight: dW contracts the batch with the rows (one MatMul of
   // the flattened rows), not a batched product summed over the batch afterwards.

@@ -74,6 +74,13 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
   // Backward ops (kernels/norm_grad.cpp).
   for (K k : {K::LayerNormGrad, K::RmsNormGrad, K::SoftmaxGrad, K::LogSoftmaxGrad})
     c.claim(k, kFloats);
+  // Backward ops 2 (kernels/attention_grad.cpp, loss_grad.cpp; rope_grad is the Rope kernel): a
+  // padding mask / labels of any integer width.
+  c.claim(K::AttentionGrad,
+          {DType::f32, DType::f64, DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
+  c.claim(K::SoftmaxCrossEntropyGrad,
+          {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
+  c.claim(K::RopeGrad, kFloats);
   c.claim(K::Attention, {DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
   // int8 quantization: float in, i8 out (Quantize); i8 in, f32 out (Dequantize).
   c.claim(K::Quantize, {DType::f32, DType::f64, DType::i8});

@@ -171,6 +171,12 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return softmax_grad_impls();
   case K::LogSoftmaxGrad:
     return log_softmax_grad_impls();
+  case K::AttentionGrad: // backward ops 2
+    return attention_grad_impls();
+  case K::SoftmaxCrossEntropyGrad:
+    return softmax_cross_entropy_grad_impls();
+  case K::RopeGrad: // the Rope kernel, turning back
+    return rope_impls();
   }
   return {};
 }

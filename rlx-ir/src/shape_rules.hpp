@@ -68,5 +68,7 @@ Shape residual_rms_norm(In, const NormAttrs&);
 Shape layer_norm_grad(In, const NormAttrs&);
 Shape rms_norm_grad(In, const NormAttrs&);
 Shape softmax_grad(In, const AxisAttrs&);
+Shape attention_grad(In, const AttentionAttrs&); // shape_rules_backward.cpp: backward ops 2
+Shape softmax_cross_entropy_grad(In, const NoAttrs&);
 
 } // namespace rlx::ir::rules

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace rlx::ir::rules {
 
@@ -47,6 +48,30 @@ Shape softmax_grad(In in, const AxisAttrs& a) {
   normalize_axis(a.axis, y.rank(), "softmax_grad");
   require(in[1] == y, "softmax_grad: dy " + in[1].str() + " must have y's type " + y.str());
   return y;
+}
+
+// attention_grad(q, k, v, out, dout [, mask]): the forward's operands checked by attention's own
+// rule; out and dout of the forward's result type; the gradients of q, k and v.
+Shape attention_grad(In in, const AttentionAttrs& a) {
+  require(in.size() >= 5, "attention_grad: needs q, k, v, out, dout [, mask]");
+  std::vector<Shape> fwd{in[0], in[1], in[2]};
+  if (in.size() > 5)
+    fwd.push_back(in[5]);
+  const Shape out = attention(fwd, a);
+  require(in[3] == out,
+          "attention_grad: out " + in[3].str() + " must be the forward's result " + out.str());
+  require(in[4] == out,
+          "attention_grad: dout " + in[4].str() + " must be the forward's result " + out.str());
+  return Shape::tuple({in[0], in[1], in[2]});
+}
+
+// softmax_cross_entropy_grad(logits, labels, dloss): the forward's operands checked by its rule;
+// dloss of the per-row loss type.
+Shape softmax_cross_entropy_grad(In in, const NoAttrs& a) {
+  const Shape loss = softmax_cross_entropy(in.first(2), a);
+  require(in[2] == loss,
+          "softmax_cross_entropy_grad: dloss " + in[2].str() + " must be " + loss.str());
+  return in[0];
 }
 
 } // namespace rlx::ir::rules

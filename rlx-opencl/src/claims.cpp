@@ -43,6 +43,12 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::Asinh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
     UnclaimedOp{K::Acosh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
     UnclaimedOp{K::Atanh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
+    UnclaimedOp{K::AttentionGrad, "backward op without an OpenCL kernel yet: legalisation "
+                                  "decomposes it into primitives"},
+    UnclaimedOp{K::SoftmaxCrossEntropyGrad, "backward op without an OpenCL kernel yet: "
+                                            "legalisation decomposes it into primitives"},
+    UnclaimedOp{K::RopeGrad, "backward op without an OpenCL kernel yet: legalisation decomposes "
+                             "it into primitives"},
 };
 
 ir::ClaimSet build_claims() {

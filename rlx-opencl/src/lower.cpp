@@ -1012,6 +1012,9 @@ void Lowerer::lower(ir::NodeId id) {
   case K::Asinh:
   case K::Acosh:
   case K::Atanh:
+  case K::AttentionGrad:
+  case K::SoftmaxCrossEntropyGrad:
+  case K::RopeGrad:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -1154,6 +1154,150 @@ void backward_cases(Table& t) {
     }
 }
 
+// ---- backward ops 2
+// -------------------------------------------------------------------------------
+void backward2_cases(Table& t) {
+  // AttentionGrad: every mask kind x GQA grouping x layout (as the forward's table), then several
+  // query blocks and key tiles, decode (Sq < Sk), scale + softcap + Dv != D, broadcast biases and
+  // f64. The tuple is flattened and joined (dq, dk, dv), so a part written at the wrong offset or
+  // a KV head summed over the wrong query heads shows. out and dout are random: the op's formula
+  // does not assume out is the forward's result.
+  auto attention_grad = [](const ir::AttentionAttrs& a) {
+    return [a](ir::Graph& g, const std::vector<ir::NodeId>& in_) {
+      ir::Builder b(g);
+      const ir::NodeId grads = b.op(K::AttentionGrad, in_, a);
+      std::vector<ir::NodeId> flat;
+      for (std::int64_t i = 0; i < 3; ++i) {
+        const ir::NodeId part = b.get(grads, i);
+        flat.push_back(b.reshape(part, {ir::Dim(b.shape(part).numel())}));
+      }
+      return b.concat(flat, 0);
+    };
+  };
+  auto inputs = [](ir::AttnLayout layout, std::int64_t b, std::int64_t h, std::int64_t kvh,
+                   std::int64_t sq, std::int64_t sk, std::int64_t d, std::int64_t dv,
+                   ir::MaskKind mask, DType ty, Sizes bias_dims = {}) {
+    std::vector<InputSpec> v =
+        attention_inputs(layout, b, h, kvh, sq, sk, d, dv, mask, ty, std::move(bias_dims));
+    const Sizes od = layout == ir::AttnLayout::bshd ? Sizes{b, sq, h, dv} : Sizes{b, h, sq, dv};
+    v.insert(v.begin() + 3, {in("out", od, ty), in("dout", od, ty)});
+    return v;
+  };
+  auto tol = [](DType ty, std::int64_t d, std::int64_t sq, std::int64_t sk, std::int64_t group) {
+    const double terms =
+        std::pow(static_cast<double>(d), 1.5) + static_cast<double>(sk + sq * group + d + 16);
+    return Tolerance{terms * unit(ty) * 8, terms * unit(ty),
+                     "scores: D-term dots; softmax: Sk-term sums; dp: Dv-term dots; dq: Sk-term "
+                     "sums, dk / dv: Sq·group-term sums of terms up to ~4"};
+  };
+  const ir::MaskKind masks[] = {ir::MaskKind::none, ir::MaskKind::causal,
+                                ir::MaskKind::sliding_window, ir::MaskKind::padding,
+                                ir::MaskKind::bias};
+  struct G {
+    const char* name;
+    std::int64_t h, kvh;
+  };
+  const G groups[] = {{"mha", 4, 4}, {"gqa", 4, 2}, {"mqa", 4, 1}};
+  auto mname = [](ir::MaskKind m) {
+    return std::string(ir::enum_names(m)[static_cast<std::size_t>(m)]);
+  };
+  for (ir::AttnLayout layout : {ir::AttnLayout::bshd, ir::AttnLayout::bhsd})
+    for (ir::MaskKind mask : masks)
+      for (const G& g : groups) {
+        ir::AttentionAttrs a;
+        a.layout = layout;
+        a.num_heads = g.h;
+        a.num_kv_heads = g.kvh;
+        a.mask = mask;
+        a.window = mask == ir::MaskKind::sliding_window ? 3 : 0;
+        t.add_built("attention_grad_" +
+                        std::string(ir::enum_names(layout)[static_cast<std::size_t>(layout)]) +
+                        "_" + mname(mask) + "_" + g.name + "_f32",
+                    K::AttentionGrad, inputs(layout, 2, g.h, g.kvh, 7, 7, 16, 16, mask, DType::f32),
+                    tol(DType::f32, 16, 7, 7, g.h / g.kvh), attention_grad(a));
+      }
+  for (ir::MaskKind mask : masks) {
+    ir::AttentionAttrs a;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    a.mask = mask;
+    a.window = mask == ir::MaskKind::sliding_window ? 20 : 0;
+    t.add_built("attention_grad_long_" + mname(mask) + "_f32", K::AttentionGrad,
+                inputs(a.layout, 2, 4, 2, 70, 150, 32, 32, mask, DType::f32),
+                tol(DType::f32, 32, 70, 150, 2), attention_grad(a));
+    t.add_built("attention_grad_decode_" + mname(mask) + "_f32", K::AttentionGrad,
+                inputs(a.layout, 1, 4, 2, 3, 40, 16, 16, mask, DType::f32),
+                tol(DType::f32, 16, 3, 40, 2), attention_grad(a));
+    a.layout = ir::AttnLayout::bhsd;
+    a.window = mask == ir::MaskKind::sliding_window ? 2 : 0;
+    t.add_built("attention_grad_" + mname(mask) + "_gqa_f64", K::AttentionGrad,
+                inputs(a.layout, 2, 4, 2, 6, 6, 8, 8, mask, DType::f64),
+                tol(DType::f64, 8, 6, 6, 2), attention_grad(a));
+  }
+  {
+    ir::AttentionAttrs a;
+    a.layout = ir::AttnLayout::bhsd;
+    a.num_heads = 2;
+    a.num_kv_heads = 2;
+    a.scale = 0.5;
+    a.softcap = 2.0;
+    a.mask = ir::MaskKind::causal;
+    t.add_built("attention_grad_scale_softcap_dv_f32", K::AttentionGrad,
+                inputs(a.layout, 2, 2, 2, 9, 9, 8, 12, a.mask, DType::f32),
+                tol(DType::f32, 12, 9, 9, 1), attention_grad(a));
+    a.num_kv_heads = 1;
+    a.mask = ir::MaskKind::sliding_window;
+    a.window = 4;
+    a.layout = ir::AttnLayout::bshd;
+    t.add_built("attention_grad_softcap_window_mqa_f64", K::AttentionGrad,
+                inputs(a.layout, 1, 2, 1, 9, 12, 8, 8, a.mask, DType::f64),
+                tol(DType::f64, 8, 9, 12, 2), attention_grad(a));
+    a.softcap.reset();
+    a.scale.reset();
+    a.num_kv_heads = 2;
+    a.layout = ir::AttnLayout::bhsd;
+    a.mask = ir::MaskKind::bias;
+    t.add_built("attention_grad_bias_broadcast_rows_f32", K::AttentionGrad,
+                inputs(a.layout, 2, 2, 2, 5, 6, 8, 8, a.mask, DType::f32, {6}),
+                tol(DType::f32, 8, 5, 6, 1), attention_grad(a));
+    t.add_built("attention_grad_bias_broadcast_heads_f32", K::AttentionGrad,
+                inputs(a.layout, 2, 2, 2, 5, 6, 8, 8, a.mask, DType::f32, {2, 1, 5, 6}),
+                tol(DType::f32, 8, 5, 6, 1), attention_grad(a));
+  }
+  // SoftmaxCrossEntropyGrad: labels of two widths, a wide row (several vector widths), f64.
+  for (DType d : {DType::f32, DType::f64})
+    for (DType l : {DType::i64, DType::i32})
+      for (std::int64_t c : {10, 1000}) {
+        const double n = static_cast<double>(c);
+        t.add(on(K::SoftmaxCrossEntropyGrad) + "_" + std::to_string(c) + "_" + dn(d) + "_" + dn(l),
+              K::SoftmaxCrossEntropyGrad,
+              {in("logits", {6, c}, d, -3, 3), ints("labels", {6}, l, 0, 9), in("dloss", {6}, d)},
+              ir::NoAttrs{},
+              Tolerance{(n + 16) * unit(d) * 2, (n + 16) * unit(d),
+                        "an n-term sum of exponentials (exp within 2 ulp), one product, one "
+                        "difference; |dlogits| <= 1"});
+      }
+  // RopeGrad: styles x layouts x partial rotation x position offset, as the forward's table.
+  for (ir::RopeStyle style : {ir::RopeStyle::half, ir::RopeStyle::interleaved})
+    for (ir::AttnLayout layout : {ir::AttnLayout::bshd, ir::AttnLayout::bhsd})
+      for (std::int64_t n_rot : {0, 8})
+        for (std::int64_t offset : {0, 5}) {
+          ir::RopeAttrs a;
+          a.layout = layout;
+          a.style = style;
+          a.n_rot = n_rot;
+          a.position_offset = offset;
+          const Sizes dims =
+              layout == ir::AttnLayout::bshd ? Sizes{2, 5, 3, 16} : Sizes{2, 3, 5, 16};
+          t.add("rope_grad_" + std::string(ir::enum_names(style)[static_cast<std::size_t>(style)]) +
+                    "_" + std::string(ir::enum_names(layout)[static_cast<std::size_t>(layout)]) +
+                    (n_rot ? "_partial" : "_full") + (offset ? "_offset" : "") + "_f32",
+                K::RopeGrad, {in("dy", dims)}, a,
+                ulps(DType::f32, 8, 2,
+                     "a·cos + b·sin with cos / sin rounded to f32: <= 4u·(|a| + |b|)"));
+        }
+}
+
 std::vector<OpCase> build_table() {
   Table t;
   unary_cases(t);
@@ -1173,6 +1317,7 @@ std::vector<OpCase> build_table() {
   region_cases(t);
   fused_norm_cases(t);
   backward_cases(t);
+  backward2_cases(t);
   return t.take();
 }
 

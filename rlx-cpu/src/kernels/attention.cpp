@@ -425,7 +425,8 @@ constexpr KernelImpl kAttention[] = {{"tbb", accept_all, attention_scratch, make
 // ---- Rope
 // ----------------------------------------------------------------------------------------
 
-/// Rotary embedding with cos / sin tables built at compile time (in double, rounded once).
+/// Rotary embedding with cos / sin tables built at compile time (in double, rounded once); for
+/// RopeGrad (rope's VJP) the sines are negated: the inverse rotation.
 template <class T> class RopeKernel final : public Kernel {
 public:
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -442,6 +443,7 @@ public:
     bshd_ = bshd;
     half_ = (a.n_rot == 0 ? d_ : a.n_rot) / 2;
     interleaved_ = a.style == ir::RopeStyle::interleaved;
+    const double sign = c.node().op == ir::OpKind::RopeGrad ? -1.0 : 1.0; // rope_grad turns back
     cos_.resize(static_cast<std::size_t>(s_ * half_));
     sin_.resize(cos_.size());
     for (std::int64_t p = 0; p < s_; ++p)
@@ -450,7 +452,7 @@ public:
             static_cast<double>(p + a.position_offset) *
             std::pow(a.theta, -2.0 * static_cast<double>(k) / static_cast<double>(2 * half_));
         cos_[static_cast<std::size_t>(p * half_ + k)] = static_cast<A>(std::cos(angle));
-        sin_[static_cast<std::size_t>(p * half_ + k)] = static_cast<A>(std::sin(angle));
+        sin_[static_cast<std::size_t>(p * half_ + k)] = static_cast<A>(sign * std::sin(angle));
       }
   }
   void run(ExecContext& ctx) override {

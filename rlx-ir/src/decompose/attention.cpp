@@ -18,44 +18,49 @@ NodeId to_bhsd(Builder& b, NodeId x, AttnLayout layout) {
   return layout == AttnLayout::bshd ? b.transpose(x, {0, 2, 1, 3}) : x;
 }
 
-// attention(q, k, v[, mask]) in [B, H, S, D] form: scores = scale * q k^T (k's heads repeated for
-// GQA), softcap, + bias, masked keys set to -inf, p = softmax(scores), with rows whose scores
-// are all -inf (no kept key) 0 as in the reference, out = p v. Causal and sliding-window masks are
-// constants of [Sq, Sk], so those two kinds need static sequence lengths.
-NodeId attention_by_matmul(Builder& b, NodeId id, const Opts&, std::string& why) {
-  const Node n = node_copy(b, id);
-  const auto& a = n.attr<AttentionAttrs>();
-  const DType t = n.shape.dtype;
-  NodeId q = to_bhsd(b, n.inputs[0], a.layout);
-  NodeId k = to_bhsd(b, n.inputs[1], a.layout);
-  NodeId v = to_bhsd(b, n.inputs[2], a.layout);
+} // namespace
+
+// The forward probabilities of attention in [B, H, S, D] form: scores = scale * q k^T (k's heads
+// repeated for GQA), softcap, + bias, masked keys set to -inf, p = softmax(scores), with rows whose
+// scores are all -inf (no kept key) 0 as in the reference. Causal and sliding-window masks are
+// constants of [Sq, Sk], so those two kinds need static sequence lengths. \p q, \p k, \p v, \p mask
+// are the forward's operands (mask invalid when the kind takes none).
+AttentionProbs attention_probs(Builder& b, const AttentionAttrs& a, NodeId q_in, NodeId k_in,
+                               NodeId v_in, NodeId mask, std::string& why) {
+  AttentionProbs r;
+  const DType t = b.shape(q_in).dtype;
+  NodeId q = to_bhsd(b, q_in, a.layout);
+  NodeId k = to_bhsd(b, k_in, a.layout);
+  NodeId v = to_bhsd(b, v_in, a.layout);
   const Shape qs = b.shape(q), ks = b.shape(k);
   const bool positional = a.mask == MaskKind::causal || a.mask == MaskKind::sliding_window;
   if (positional && !(qs[2].is_static() && ks[2].is_static())) {
     why = "a causal / sliding-window mask needs static sequence lengths; bind them first";
-    return {};
+    return r;
   }
   if (!qs[3].is_static()) {
     why = "head_dim is symbolic";
-    return {};
+    return r;
   }
-  const std::int64_t group = a.num_heads / a.num_kv_heads;
-  if (group > 1) { // kv head h / group serves query head h
+  r.group = a.num_heads / a.num_kv_heads;
+  if (r.group > 1) { // kv head h / group serves query head h
     auto repeat = [&](NodeId x) {
       const Shape s = b.shape(x);
-      NodeId r = b.reshape(x, {s[0], s[1], Dim(1), s[2], s[3]});
-      r = b.expand(r, {s[0], s[1], Dim(group), s[2], s[3]});
-      return b.reshape(r, {s[0], Dim(a.num_heads), s[2], s[3]});
+      NodeId rep = b.reshape(x, {s[0], s[1], Dim(1), s[2], s[3]});
+      rep = b.expand(rep, {s[0], s[1], Dim(r.group), s[2], s[3]});
+      return b.reshape(rep, {s[0], Dim(a.num_heads), s[2], s[3]});
     };
     k = repeat(k);
     v = repeat(v);
   }
-  const double scale = a.scale.value_or(1.0 / std::sqrt(static_cast<double>(qs[3].size())));
-  NodeId s = b.mul(b.matmul(q, k, false, true), b.scalar(scale, t));
-  if (a.softcap)
-    s = b.mul(b.tanh(b.mul(s, b.scalar(1.0 / *a.softcap, t))), b.scalar(*a.softcap, t));
+  r.scale = a.scale.value_or(1.0 / std::sqrt(static_cast<double>(qs[3].size())));
+  NodeId s = b.mul(b.matmul(q, k, false, true), b.scalar(r.scale, t));
+  if (a.softcap) {
+    r.tanh = b.tanh(b.mul(s, b.scalar(1.0 / *a.softcap, t)));
+    s = b.mul(r.tanh, b.scalar(*a.softcap, t));
+  }
   if (a.mask == MaskKind::bias)
-    s = b.add(s, n.inputs[3]);
+    s = b.add(s, mask);
   NodeId keep;
   if (positional) {
     const std::int64_t sq = qs[2].size(), sk = ks[2].size(), shift = sk - sq;
@@ -69,8 +74,8 @@ NodeId attention_by_matmul(Builder& b, NodeId id, const Opts&, std::string& why)
       }
     keep = b.constant(m);
   } else if (a.mask == MaskKind::padding) {
-    const Shape ms = b.shape(n.inputs[3]);
-    NodeId nz = b.compare(CmpOp::ne, n.inputs[3], b.scalar(0, ms.dtype));
+    const Shape ms = b.shape(mask);
+    NodeId nz = b.compare(CmpOp::ne, mask, b.scalar(0, ms.dtype));
     keep = b.reshape(nz, {ms[0], Dim(1), Dim(1), ms[1]});
   }
   // Masked keys score -inf, so softmax gives them exactly 0 in every row that keeps a finite
@@ -84,13 +89,31 @@ NodeId attention_by_matmul(Builder& b, NodeId id, const Opts&, std::string& why)
     NodeId dead = b.compare(CmpOp::eq, b.reduce(ReduceOp::max, s, {-1}, true), b.scalar(-inf, t));
     p = b.where(dead, b.scalar(0, t), p);
   }
-  NodeId out = b.matmul(p, v);
+  r.q = q;
+  r.k = k;
+  r.v = v;
+  r.p = p;
+  return r;
+}
+
+namespace {
+
+// attention(q, k, v[, mask]) = p v in [B, H, S, D] form, p as attention_probs computes it.
+NodeId attention_by_matmul(Builder& b, NodeId id, const Opts&, std::string& why) {
+  const Node n = node_copy(b, id);
+  const auto& a = n.attr<AttentionAttrs>();
+  const NodeId mask = n.inputs.size() > 3 ? n.inputs[3] : NodeId{};
+  const AttentionProbs r = attention_probs(b, a, n.inputs[0], n.inputs[1], n.inputs[2], mask, why);
+  if (!r.p.valid())
+    return {};
+  NodeId out = b.matmul(r.p, r.v);
   return a.layout == AttnLayout::bshd ? b.transpose(out, {0, 2, 1, 3}) : out;
 }
 
 // rope(x): per position p = s + offset and pair k < n_rot / 2 at angle p * theta^(-2k / n_rot),
 // (a, b) -> (a cos - b sin, a sin + b cos), with cos / sin tables as constants (so the sequence
-// length must be static); features past n_rot pass through.
+// length must be static); features past n_rot pass through. rope_grad(dy) is the same form with
+// the angle negated (sin tables of the opposite sign): the inverse rotation, rope's transpose.
 NodeId rope_by_tables(Builder& b, NodeId id, const Opts&, std::string& why) {
   const Node n = node_copy(b, id);
   const auto& a = n.attr<RopeAttrs>();
@@ -109,13 +132,14 @@ NodeId rope_by_tables(Builder& b, NodeId id, const Opts&, std::string& why) {
                                        ? std::vector<std::int64_t>{seq, 1, half}
                                        : std::vector<std::int64_t>{seq, half};
   Tensor cos_t(Shape::of(dims, t)), sin_t(Shape::of(dims, t));
+  const double sign = n.op == OpKind::RopeGrad ? -1.0 : 1.0; // rope_grad turns back
   for (std::int64_t s = 0; s < seq; ++s)
     for (std::int64_t k = 0; k < half; ++k) {
       const double angle =
           static_cast<double>(s + a.position_offset) *
           std::pow(a.theta, -2.0 * static_cast<double>(k) / static_cast<double>(rot));
       cos_t.set_f64(s * half + k, std::cos(angle));
-      sin_t.set_f64(s * half + k, std::sin(angle));
+      sin_t.set_f64(s * half + k, sign * std::sin(angle));
     }
   NodeId cs = b.constant(cos_t), sn = b.constant(sin_t);
   NodeId rotated;
@@ -146,6 +170,7 @@ NodeId rope_by_tables(Builder& b, NodeId id, const Opts&, std::string& why) {
 void add_attention_decompositions(DecompositionTable& t) {
   t.set(OpKind::Attention, {{"attention_by_matmul", attention_by_matmul}});
   t.set(OpKind::Rope, {{"rope_by_tables", rope_by_tables}});
+  t.set(OpKind::RopeGrad, {{"rope_grad_by_tables", rope_by_tables}}); // backward ops 2
 }
 
 } // namespace rlx::ir::decompose_detail

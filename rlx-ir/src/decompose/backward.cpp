@@ -68,6 +68,65 @@ NodeId log_softmax_grad_by_reduce(Builder& b, NodeId id, const Opts&, std::strin
   return b.sub(dy, b.mul(b.exp(y), b.sum(dy, {ax}, true)));
 }
 
+// ---- backward ops 2 ----
+
+// attention_grad(q, k, v, out, dout [, mask]) in [B, H, S, D] form, the forward's probabilities p
+// recomputed (attention_probs): dp = dout v^T, ds = p (dp - rowsum(dout out)) (0 where p is 0:
+// masked keys, rows with no kept key), times 1 - tanh^2 under a softcap, times scale; dq = ds k,
+// dk = ds^T q, dv = p^T dout, the last two summed over the query heads of each KV group.
+std::vector<NodeId> attention_grad_by_matmul(Builder& b, NodeId id, const Opts&, std::string& why) {
+  const Node n = node_copy(b, id);
+  const auto& a = n.attr<AttentionAttrs>();
+  const NodeId mask = n.inputs.size() > 5 ? n.inputs[5] : NodeId{};
+  const AttentionProbs r = attention_probs(b, a, n.inputs[0], n.inputs[1], n.inputs[2], mask, why);
+  if (!r.p.valid())
+    return {};
+  const bool bshd = a.layout == AttnLayout::bshd;
+  auto bhsd = [&](NodeId x) { return bshd ? b.transpose(x, {0, 2, 1, 3}) : x; };
+  const NodeId o = bhsd(n.inputs[3]), dout = bhsd(n.inputs[4]);
+  const DType t = b.shape(o).dtype;
+  const NodeId dp = b.matmul(dout, r.v, false, true);
+  const NodeId rows = b.sum(b.mul(dout, o), {-1}, true);
+  NodeId ds = b.mul(r.p, b.sub(dp, rows));
+  if (r.tanh.valid())
+    ds = b.mul(ds, b.sub(b.scalar(1, t), b.mul(r.tanh, r.tanh)));
+  ds = b.mul(ds, b.scalar(r.scale, t));
+  const NodeId dq = b.matmul(ds, r.k);
+  NodeId dk = b.matmul(ds, r.q, true, false), dv = b.matmul(r.p, dout, true, false);
+  if (r.group > 1) { // [B, H, Sk, D] -> [B, KVH, group, Sk, D] summed over the group
+    auto fold = [&](NodeId x) {
+      const Shape s = b.shape(x);
+      NodeId f = b.reshape(x, {s[0], Dim(a.num_kv_heads), Dim(r.group), s[2], s[3]});
+      return b.sum(f, {2}, false);
+    };
+    dk = fold(dk);
+    dv = fold(dv);
+  }
+  return {bhsd(dq), bhsd(dk), bhsd(dv)};
+}
+
+// softmax_cross_entropy_grad(logits, labels, dloss) = dloss_n (softmax(logits_n) -
+// onehot(label_n)). The labels are validated by a Gather of a [C] zero table (an out-of-range label
+// is the Gather's error, as in the forward) whose zeros are added to them.
+NodeId softmax_cross_entropy_grad_by_softmax(Builder& b, NodeId id, const Opts&, std::string& why) {
+  const Node n = node_copy(b, id);
+  const NodeId x = n.inputs[0], labels = n.inputs[1], dloss = n.inputs[2];
+  const Shape xs = b.shape(x), ls = b.shape(labels);
+  if (!xs[1].is_static()) {
+    why = "the class count is symbolic (the one-hot table is a constant)";
+    return {};
+  }
+  const std::int64_t classes = xs[1].size();
+  Tensor iota(Shape::of({1, classes}, ls.dtype));
+  for (std::int64_t c = 0; c < classes; ++c)
+    iota.set_f64(c, static_cast<double>(c));
+  const NodeId checked =
+      b.add(labels, b.gather(b.constant(Tensor(Shape::of({classes}, ls.dtype))), labels, 0));
+  const NodeId onehot =
+      b.cast(b.compare(CmpOp::eq, b.reshape(checked, {ls[0], Dim(1)}), b.constant(iota)), xs.dtype);
+  return b.mul(b.reshape(dloss, {xs[0], Dim(1)}), b.sub(b.softmax(x, -1), onehot));
+}
+
 } // namespace
 
 void add_backward_decompositions(DecompositionTable& t) {
@@ -75,6 +134,10 @@ void add_backward_decompositions(DecompositionTable& t) {
   t.set(OpKind::RmsNormGrad, {{"rms_norm_grad_by_reduce", nullptr, rms_norm_grad_by_reduce}});
   t.set(OpKind::SoftmaxGrad, {{"softmax_grad_by_reduce", softmax_grad_by_reduce}});
   t.set(OpKind::LogSoftmaxGrad, {{"log_softmax_grad_by_reduce", log_softmax_grad_by_reduce}});
+  // backward ops 2
+  t.set(OpKind::AttentionGrad, {{"attention_grad_by_matmul", nullptr, attention_grad_by_matmul}});
+  t.set(OpKind::SoftmaxCrossEntropyGrad,
+        {{"softmax_cross_entropy_grad_by_softmax", softmax_cross_entropy_grad_by_softmax}});
 }
 
 } // namespace rlx::ir::decompose_detail

@@ -37,6 +37,19 @@ Node node_copy(Builder& b, NodeId id);
 /// True when \p id is of a float type; otherwise sets \p why.
 bool float_node(Builder& b, NodeId id, std::string& why);
 
+/// Attention's forward probabilities in [B, H, S, D] form (src/decompose/attention.cpp), shared
+/// by attention's decomposition and attention_grad's.
+struct AttentionProbs {
+  NodeId q, k, v;         ///< [B, H, S, D]; k and v with their heads repeated for GQA
+  NodeId p;               ///< softmax probabilities [B, H, Sq, Sk] (invalid: not decomposable)
+  NodeId tanh;            ///< tanh(scale q k^T / softcap) when there is a softcap
+  double scale = 1.0;     ///< the scores' scale
+  std::int64_t group = 1; ///< query heads per KV head
+};
+/// Sets \p why and \returns an invalid p when the form does not apply.
+AttentionProbs attention_probs(Builder& b, const AttentionAttrs& a, NodeId q, NodeId k, NodeId v,
+                               NodeId mask, std::string& why);
+
 // One function per family, each in src/decompose/<family>.cpp.
 void add_elementwise_decompositions(DecompositionTable& t);
 void add_normalization_decompositions(DecompositionTable& t);

@@ -76,4 +76,17 @@ RLX_REFERENCE_KERNEL(RmsNormGrad) {
   fail("rms_norm_grad: its result is a tuple; evaluate it with evaluate_node_parts");
 }
 
+// backward ops 2: attention_grad is tuple-typed (tuple_kernel), the cross-entropy grad is not.
+RLX_REFERENCE_KERNEL(AttentionGrad) {
+  fail("attention_grad: its result is a tuple; evaluate it with evaluate_node_parts");
+}
+
+RLX_REFERENCE_KERNEL(SoftmaxCrossEntropyGrad) {
+  return evaluate_by_decomposition(node, out, in).at(0);
+}
+
+RLX_REFERENCE_KERNEL(RopeGrad) {
+  return evaluate_by_decomposition(node, out, in).at(0);
+}
+
 } // namespace rlx::ir::reference::kernels

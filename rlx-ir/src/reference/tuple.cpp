@@ -100,6 +100,7 @@ std::vector<Tensor> tuple_kernel(const Node& node, const Shape& out, Args in) {
   case OpKind::ResidualRmsNorm:
   case OpKind::LayerNormGrad:
   case OpKind::RmsNormGrad:
+  case OpKind::AttentionGrad:
     return evaluate_by_decomposition(node, out, in);
   default:
     fail(std::string(op_name(node.op)) + ": the op has no tuple result");

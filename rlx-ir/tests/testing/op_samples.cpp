@@ -540,6 +540,32 @@ Graph backward_sample(OpKind op) {
     b.output(g.add(OpKind::Get, {t}, GetAttrs{1}, "dgamma"));
     if (op == OpKind::LayerNormGrad)
       b.output(g.add(OpKind::Get, {t}, GetAttrs{2}, "dbeta"));
+  } else if (op == OpKind::AttentionGrad) { // GQA, a padding mask, bshd, every gradient read
+    NodeId q = b.input("q", Shape({2, 5, 4, 8}, f32));
+    NodeId k = b.input("k", Shape({2, 5, 2, 8}, f32));
+    NodeId v = b.input("v", Shape({2, 5, 2, 8}, f32));
+    NodeId out = b.input("out", Shape({2, 5, 4, 8}, f32));
+    NodeId dout = b.input("dout", Shape({2, 5, 4, 8}, f32));
+    NodeId mask = b.input("mask", Shape({2, 5}, DType::boolean));
+    AttentionAttrs a;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    a.mask = MaskKind::padding;
+    NodeId t = g.add(op, {q, k, v, out, dout, mask}, a, "grads");
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{0}, "dq"));
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{1}, "dk"));
+    b.output(g.add(OpKind::Get, {t}, GetAttrs{2}, "dv"));
+  } else if (op == OpKind::SoftmaxCrossEntropyGrad) { // a symbolic row count
+    NodeId x = b.input("logits", Shape({sym("batch"), 7}, f32));
+    NodeId labels = b.input("labels", Shape({sym("batch")}, DType::i64));
+    NodeId dloss = b.input("dloss", Shape({sym("batch")}, f32));
+    b.output(g.add(op, {x, labels, dloss}, NoAttrs{}, "dlogits"));
+  } else if (op == OpKind::RopeGrad) { // interleaved, partial, offset, a symbolic batch
+    RopeAttrs a;
+    a.style = RopeStyle::interleaved;
+    a.n_rot = 4;
+    a.position_offset = 3;
+    b.output(g.add(op, {b.input("dy", Shape({sym("batch"), 5, 2, 8}, f32))}, a, "dx"));
   } else { // SoftmaxGrad, LogSoftmaxGrad
     NodeId y = b.input("y", Shape({sym("batch"), 5, 3}, f32));
     NodeId dy = b.input("dy", Shape({sym("batch"), 5, 3}, f32));
@@ -595,6 +621,7 @@ LeafNeeds needs_of(const Graph& g, NodeId leaf, const Bindings& bindings) {
           index_into(user.inputs[0], user.attr<AxisAttrs>().axis);
         break;
       case OpKind::SoftmaxCrossEntropy:
+      case OpKind::SoftmaxCrossEntropyGrad:
         if (slot == 1)
           index_into(user.inputs[0], 1);
         break;
@@ -603,6 +630,9 @@ LeafNeeds needs_of(const Graph& g, NodeId leaf, const Bindings& bindings) {
         break;
       case OpKind::Attention:
         n.mask = n.mask || (slot == 3 && user.attr<AttentionAttrs>().mask == MaskKind::padding);
+        break;
+      case OpKind::AttentionGrad:
+        n.mask = n.mask || (slot == 5 && user.attr<AttentionAttrs>().mask == MaskKind::padding);
         break;
       case OpKind::AttentionBlock:
         n.mask = n.mask || (slot + 1 == user.inputs.size() &&
@@ -765,6 +795,9 @@ Graph sample_graph(OpKind op) {
   case OpKind::RmsNormGrad:
   case OpKind::SoftmaxGrad:
   case OpKind::LogSoftmaxGrad:
+  case OpKind::AttentionGrad:
+  case OpKind::SoftmaxCrossEntropyGrad:
+  case OpKind::RopeGrad:
     return backward_sample(op);
   default:
     break;
