@@ -78,6 +78,7 @@ CompileResult CompilePipeline::run(const ir::Module& m) const {
   fusion::PassContext ctx;
   ctx.claims = &backend_.claims();
   ctx.report = &r.fusion;
+  ctx.io_gate = backend_.io_fusion_gate();
   ctx.backend = backend_.name();
   ctx.options.broadcast = backend_.broadcast_policy();
   ctx.specialize_params = &opts_.specialize_params;

@@ -2,6 +2,8 @@
 // I/O, the run loop.
 #include "executable.hpp"
 
+#include "kernel_work.hpp"
+
 #include "lower.hpp"
 #include "onednn.hpp"
 #include "pools.hpp"
@@ -249,9 +251,14 @@ void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
                      nullptr,
                      &param_addr_,
                      &plain_reads_};
-      kernels_.push_back({std::make_unique<ViewCopy>(c.src(0) + compile::view_byte_offset(g, id),
-                                                     c.dst(), n.shape.bytes()),
-                          label + " [view-copy] " + offsets_of(g, plan, id)});
+      Record& r = kernels_.emplace_back();
+      r.kernel = std::make_unique<ViewCopy>(c.src(0) + compile::view_byte_offset(g, id), c.dst(),
+                                            n.shape.bytes());
+      r.label = label + " [view-copy] " + offsets_of(g, plan, id);
+      r.provider = "view-copy";
+      r.node = id;
+      r.op = ir::op_name(n.op);
+      r.bytes = 2.0 * static_cast<double>(n.shape.bytes());
       continue;
     }
     LowerContext c{{g, id, backend.options(), threads_},
@@ -264,9 +271,17 @@ void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
     if (!impl)
       throw Error("rlx-cpu: no kernel accepts " + ir::describe(g, id) + " (" + n.shape.str() + ")");
     std::unique_ptr<Kernel> kernel = impl->make(c);
-    std::string note = kernel->note().empty() ? "" : " (" + kernel->note() + ")";
-    kernels_.push_back({std::move(kernel),
-                        label + " [" + impl->name + "]" + note + " " + offsets_of(g, plan, id)});
+    Record& r = kernels_.emplace_back();
+    r.note = kernel->note();
+    r.label = label + " [" + impl->name + "]" + (r.note.empty() ? "" : " (" + r.note + ")") + " " +
+              offsets_of(g, plan, id);
+    r.kernel = std::move(kernel);
+    r.provider = impl->name;
+    r.node = id;
+    r.op = ir::op_name(n.op);
+    const KernelWork work = kernel_work(g, id);
+    r.flops = work.flops;
+    r.bytes = work.bytes;
     uses_onednn_ = uses_onednn_ || std::string_view(impl->name) == "onednn";
     uses_openblas_ = uses_openblas_ || std::string_view(impl->name) == "openblas";
   }
@@ -423,8 +438,10 @@ void CpuExecutable::execute() {
     }
     auto t0 = std::chrono::steady_clock::now();
     r.kernel->run(ctx_);
-    r.ms +=
+    const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    r.ms += ms;
+    r.samples.push_back(ms); // profiling only: the plain path allocates nothing
   }
   profiled_runs_ += profiling_ ? 1 : 0;
   // Weights updated in place: their derived copies (packed GEMM layouts) follow.
@@ -435,8 +452,12 @@ void CpuExecutable::execute() {
 void CpuExecutable::set_profiling(bool on) {
   profiling_ = on;
   profiled_runs_ = 0;
-  for (Record& r : kernels_)
+  for (Record& r : kernels_) {
     r.ms = 0;
+    r.samples.clear();
+    if (on)
+      r.samples.reserve(64);
+  }
 }
 
 std::string CpuExecutable::profile() const {
@@ -458,6 +479,34 @@ std::string CpuExecutable::profile() const {
     os << line << r->label << "\n";
   }
   return os.str();
+}
+
+KernelTimings CpuExecutable::timings() const {
+  KernelTimings t;
+  t.runs = profiled_runs_;
+  for (const Record& r : kernels_) {
+    KernelTiming k;
+    k.node = "%" + std::to_string(r.node.v);
+    k.op = r.op;
+    k.provider = r.provider;
+    k.note = r.note;
+    k.total_ms = r.ms;
+    if (!r.samples.empty()) {
+      std::vector<double> s = r.samples;
+      const std::size_t mid = s.size() / 2;
+      std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(mid), s.end());
+      k.median_ms = s[mid];
+      if (s.size() % 2 == 0) {
+        const double below =
+            *std::max_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(mid));
+        k.median_ms = 0.5 * (k.median_ms + below);
+      }
+    }
+    k.flops = r.flops;
+    k.bytes = r.bytes;
+    t.kernels.push_back(std::move(k));
+  }
+  return t;
 }
 
 ir::Tensor CpuExecutable::output(std::size_t index) const {

@@ -55,6 +55,8 @@ public:
   void set_profiling(bool on);
   /// Per kernel: total milliseconds over the profiled runs and share of the total, slowest first.
   std::string profile() const;
+  /// Per kernel, in execution order: median and total time, provider and work.
+  KernelTimings timings() const;
 
 private:
   /// An Input or Param slot.
@@ -73,7 +75,14 @@ private:
   struct Record {
     std::unique_ptr<Kernel> kernel;
     std::string label;
-    double ms = 0; ///< accumulated time while profiling
+    std::string provider; ///< the implementation's name ("onednn", "view-copy", ...)
+    ir::NodeId node;      ///< the node it computes
+    std::string op;       ///< the node's op name
+    std::string note;     ///< the kernel's note (why it was chosen), may be empty
+    double flops = 0;     ///< work of one run (kernel_work)
+    double bytes = 0;
+    double ms = 0;               ///< accumulated time while profiling
+    std::vector<double> samples; ///< one time per profiled run (kept only while profiling)
   };
   /// A Constant's packed copy (the executable's own; Params' copies live in the region).
   struct ConstantPack {

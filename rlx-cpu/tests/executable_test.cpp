@@ -321,6 +321,43 @@ TEST(CpuExecutable, ExecutablesOfOneRegionRunConcurrently) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
+TEST(CpuExecutable, KernelTimingsCountEveryRecordAndItsWork) {
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({4, 6}));
+  auto w = b.param("w", Shape::of({5, 6}));
+  b.output(b.exp(b.matmul(x, w, false, true))); // [4, 5]: 2 * 4 * 5 * 6 flops, then exp
+  cpu::CpuBackend backend;
+  auto exe = compile_graph(g, backend);
+  exe->set_input("x", iota({4, 6}));
+  exe->set_param("w", iota({5, 6}, 0.05));
+  exe->execute(); // not profiled
+  cpu::set_kernel_profiling(*exe, true);
+  for (int i = 0; i < 3; ++i)
+    exe->execute();
+  cpu::KernelTimings t = cpu::kernel_timings(*exe);
+  EXPECT_EQ(t.runs, 3);
+  ASSERT_EQ(t.kernels.size(), 2u) << cpu::kernel_listing(*exe);
+  EXPECT_EQ(t.kernels[0].op, "matmul"); // execution order
+  EXPECT_DOUBLE_EQ(t.kernels[0].flops, 2.0 * 4 * 5 * 6);
+  EXPECT_DOUBLE_EQ(t.kernels[0].bytes, 4.0 * (4 * 6 + 5 * 6 + 4 * 5));
+  EXPECT_FALSE(t.kernels[0].provider.empty());
+  EXPECT_EQ(t.kernels[1].op, "exp");
+  EXPECT_DOUBLE_EQ(t.kernels[1].flops, 0.0);
+  EXPECT_DOUBLE_EQ(t.kernels[1].bytes, 4.0 * (4 * 5 + 4 * 5));
+  for (const auto& k : t.kernels) {
+    EXPECT_GT(k.median_ms, 0.0);
+    EXPECT_GE(k.total_ms, k.median_ms);
+  }
+  // Stopping clears the totals; the string form still works.
+  cpu::set_kernel_profiling(*exe, false);
+  exe->execute();
+  t = cpu::kernel_timings(*exe);
+  EXPECT_EQ(t.runs, 0);
+  EXPECT_DOUBLE_EQ(t.kernels[0].total_ms, 0.0);
+  EXPECT_NE(cpu::kernel_profile(*exe).find("matmul"), std::string::npos);
+}
+
 TEST(CpuExecutable, ViewsGetNoKernel) {
   ir::Graph g;
   ir::Builder b(g);

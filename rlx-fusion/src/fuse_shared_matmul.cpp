@@ -189,6 +189,7 @@ NodeId rewrite_group(ir::Builder& b, const Match& m, bool with_bias) {
 Pattern shared_pattern(bool with_bias) {
   Pattern p;
   p.name = with_bias ? "shared_input_matmul_bias" : "shared_input_matmul";
+  p.gated = false; // a member adds a Split that the group's other members pay back
   p.root = Pat::op(with_bias ? OpKind::Add : OpKind::MatMul);
   p.root.structurally(
       [with_bias](const Graph& g, NodeId id) { return group_of(g, id, with_bias).has_value(); });

@@ -1,7 +1,9 @@
 // pattern.cpp: the pattern matcher (structure with commutative backtracking, then constraints)
 // and the apply_patterns() driver.
 #include "rlx/fusion/pattern.hpp"
+
 #include "rlx/ir/effects.hpp"
+#include <cstdio>
 
 #include "rlx/ir/error.hpp"
 
@@ -269,6 +271,36 @@ int apply_patterns(ir::Graph& g, std::span<const Pattern> patterns, const ApplyO
             misses.push_back(MissedFusion{p->name, ir::describe(g, id), r.miss->reason,
                                           std::move(r.miss->detail)});
           continue;
+        }
+        if (opts.gate && p->gated) {
+          // Judge the rewrite on a copy (so a refused one leaves no nodes, and no extra uses,
+          // behind): before, what dies with the root; after, the nodes the rewrite builds.
+          ir::Graph trial = g;
+          ir::Builder tb(trial);
+          const std::size_t built_from = trial.size();
+          const ir::NodeId trepl = p->rewrite(tb, r.match);
+          if (trepl != id) {
+            std::vector<ir::NodeId> built;
+            for (std::size_t k = built_from; k < trial.size(); ++k)
+              built.emplace_back(static_cast<std::uint32_t>(k));
+            const GraphIoProfile before = profile_graph_io(g, dying_with(g, id), *opts.gate);
+            const GraphIoProfile after = profile_graph_io(trial, built, *opts.gate);
+            const double score = opts.gate->score_ns(fusion_benefit(before, after));
+            if (score < opts.gate->min_gain_ns) {
+              char detail[200];
+              std::snprintf(detail, sizeof detail,
+                            "the IO gate models %.0f ns saved, under %.0f (launches %lld -> %lld, "
+                            "bytes %lld -> %lld)",
+                            score, opts.gate->min_gain_ns,
+                            static_cast<long long>(before.kernel_launches),
+                            static_cast<long long>(after.kernel_launches),
+                            static_cast<long long>(before.device_traffic_bytes),
+                            static_cast<long long>(after.device_traffic_bytes));
+              misses.push_back(
+                  MissedFusion{p->name, ir::describe(g, id), MissReason::not_profitable, detail});
+              continue;
+            }
+          }
         }
         ir::Builder b(g);
         ir::NodeId repl = p->rewrite(b, r.match);

@@ -18,6 +18,7 @@ public:
     ApplyOptions o;
     o.claims = ctx.claims;
     o.report = ctx.report;
+    o.gate = ctx.io_gate;
     return apply_patterns(g, patterns_, o) > 0;
   }
 

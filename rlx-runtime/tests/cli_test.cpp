@@ -325,6 +325,45 @@ TEST_F(Cli, BenchJsonHasTheFigures) {
   EXPECT_DOUBLE_EQ(j["gflop"].get<double>(), 2.0 * 2 * (4 * 3 + 3 * 2) / 1e9);
 }
 
+TEST_F(Cli, BenchProfileTimesEveryKernelOfTheTimedRuns) {
+  // --json: one entry per kernel record, in execution order, with provider, median, share, work.
+  Result r =
+      rlx(std::string("bench ") + kTinyMlp + " --batch 2 --runs 5 --warmup 1 --json --profile");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("kernels")) << r.out;
+  const auto& ks = j["kernels"];
+  ASSERT_FALSE(ks.empty());
+  double share = 0, flops = 0;
+  for (const auto& k : ks) {
+    for (const char* f : {"node", "op", "provider", "median_ms", "total_ms", "share", "bytes"})
+      EXPECT_TRUE(k.contains(f)) << f << " in " << k.dump();
+    EXPECT_GE(k["median_ms"].get<double>(), 0.0);
+    // The total is over the 5 timed runs, so it is at least the median (5 samples, 3 above it).
+    EXPECT_GE(k["total_ms"].get<double>(), k["median_ms"].get<double>());
+    EXPECT_GT(k["bytes"].get<double>(), 0.0);
+    share += k["share"].get<double>();
+    flops += k["flops"].get<double>();
+    // A product has a GFLOP/s rate; every other kernel a GB/s one.
+    if (k["flops"].get<double>() > 0 && k["median_ms"].get<double>() > 0) {
+      EXPECT_TRUE(k.contains("gflop_per_s")) << k.dump();
+    }
+  }
+  EXPECT_NEAR(share, 1.0, 1e-9);
+  // The products' flops are the model's (2 * batch * (4*3 + 3*2)), counted per kernel.
+  EXPECT_DOUBLE_EQ(flops, j["gflop"].get<double>() * 1e9);
+  // The table form names the columns and a provider.
+  r = rlx(std::string("bench ") + kTinyMlp + " --batch 2 --runs 3 --warmup 0 --profile");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("median ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GFLOP/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("matmul"), std::string::npos) << r.out;
+  // Without --profile there is no table.
+  r = rlx(std::string("bench ") + kTinyMlp + " --batch 2 --runs 3 --warmup 0 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(r.out).contains("kernels"));
+}
+
 TEST_F(Cli, InspectShowsReportsAndWritesSvg) {
   Result r = rlx(std::string("inspect ") + kTinyMlp + " --svg " + path("g.svg"));
   ASSERT_EQ(r.status, 0) << r.err;

@@ -3,6 +3,10 @@
 #include "model_args.hpp"
 #include "report.hpp"
 
+#include "rlx/cpu/backend.hpp"
+
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,11 +15,80 @@ namespace rlx::cli {
 
 namespace {
 
+/// The rate of a kernel: GFLOP/s for a product (flops > 0), else GB/s of its operands and result.
+std::string rate_of(const cpu::KernelTiming& k) {
+  char buf[32];
+  if (k.median_ms <= 0)
+    return "-";
+  if (k.flops > 0)
+    std::snprintf(buf, sizeof buf, "%.1f GFLOP/s", k.flops / 1e6 / k.median_ms);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GB/s", k.bytes / 1e6 / k.median_ms);
+  return buf;
+}
+
+double sum_of_medians(const cpu::KernelTimings& kt) {
+  double total = 0;
+  for (const auto& k : kt.kernels)
+    total += k.median_ms;
+  return total;
+}
+
+/// The per-kernel table, slowest first: median ms, share of the summed medians, rate, provider.
+void print_profile(std::ostream& out, const cpu::KernelTimings& kt) {
+  const double total = sum_of_medians(kt);
+  std::vector<const cpu::KernelTiming*> order;
+  for (const auto& k : kt.kernels)
+    order.push_back(&k);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto* a, const auto* b) { return a->median_ms > b->median_ms; });
+  char line[160];
+  std::snprintf(line, sizeof line, "kernels:  %zu records over %d runs, summed medians %.3f ms\n",
+                kt.kernels.size(), kt.runs, total);
+  out << line;
+  std::snprintf(line, sizeof line, "  %-6s %-22s %-10s %9s %6s %16s\n", "node", "op", "provider",
+                "median ms", "%", "rate");
+  out << line;
+  for (const auto* k : order) {
+    std::snprintf(line, sizeof line, "  %-6s %-22s %-10s %9.4f %6.1f %16s", k->node.c_str(),
+                  k->op.c_str(), k->provider.c_str(), k->median_ms,
+                  total > 0 ? 100 * k->median_ms / total : 0.0, rate_of(*k).c_str());
+    out << line << (k->note.empty() ? "" : "  (" + k->note + ")") << "\n";
+  }
+}
+
+nlohmann::json profile_json(const cpu::KernelTimings& kt) {
+  const double total = sum_of_medians(kt);
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& k : kt.kernels) {
+    nlohmann::json e;
+    e["node"] = k.node;
+    e["op"] = k.op;
+    e["provider"] = k.provider;
+    if (!k.note.empty())
+      e["note"] = k.note;
+    e["median_ms"] = k.median_ms;
+    e["total_ms"] = k.total_ms;
+    e["share"] = total > 0 ? k.median_ms / total : 0.0;
+    e["flops"] = k.flops;
+    e["bytes"] = k.bytes;
+    if (k.median_ms > 0) {
+      if (k.flops > 0)
+        e["gflop_per_s"] = k.flops / 1e6 / k.median_ms;
+      else
+        e["gbyte_per_s"] = k.bytes / 1e6 / k.median_ms;
+    }
+    arr.push_back(std::move(e));
+  }
+  return arr;
+}
+
 struct Bench {
   ModelArgs model;
   int runs = 20;
   int warmup = 3;
   bool json = false;
+  bool profile = false;
 
   int run() {
     ResolvedModel m = resolve_model(model);
@@ -27,8 +100,19 @@ struct Bench {
     load_weights(exe, model, m);
     const runtime::TensorMap inputs = runtime::random_inputs(m.graph, m.bindings, model.seed + 1);
 
+    // --profile: the CPU backend times each kernel record of the timed runs themselves (the one
+    // execution loop, timed), not a second loop.
+    compile::Executable* backend_exe = nullptr;
+    if (profile) {
+      if (session.device().kind != runtime::DeviceKind::cpu)
+        throw Error("--profile times the kernels of the cpu device, not " + session.device().str());
+      // The Executable owns its backend executable; profiling only counts time in it.
+      backend_exe = const_cast<compile::Executable*>(v.executable);
+    }
     for (int i = 0; i < warmup; ++i)
       exe.run(inputs);
+    if (backend_exe != nullptr)
+      cpu::set_kernel_profiling(*backend_exe, true);
     std::vector<double> times;
     {
       Progress bar("bench", runs, runs >= 10);
@@ -40,6 +124,11 @@ struct Bench {
       }
     }
     const Latency lat = latency_of(times);
+    cpu::KernelTimings kt;
+    if (backend_exe != nullptr) {
+      kt = cpu::kernel_timings(*backend_exe);
+      cpu::set_kernel_profiling(*backend_exe, false);
+    }
     const double flops = runtime::count_flops(m.graph, m.bindings);
     const ir::MemoryPlan& plan = v.compiled->result.lir.plan();
     const double gflops = flops / 1e9 / (lat.median / 1e3);
@@ -68,6 +157,8 @@ struct Bench {
       j["pipeline_ms"] = v.compiled->pipeline_ms;
       j["backend_compile_ms"] = v.backend_ms;
       j["samples_ms"] = times;
+      if (profile)
+        j["kernels"] = profile_json(kt);
       std::cout << j.dump() << "\n";
       return 0;
     }
@@ -87,6 +178,8 @@ struct Bench {
               << "compile:  " << format_ms(compile_ms) << " (pipeline "
               << format_ms(v.compiled->pipeline_ms) << ", backend " << format_ms(v.backend_ms)
               << ")\n";
+    if (profile)
+      print_profile(std::cout, kt);
     return 0;
   }
 };
@@ -104,6 +197,9 @@ Command add_bench(CLI::App& root) {
       ->check(CLI::Range(0, CliLimits::runs))
       ->capture_default_str();
   app->add_flag("--json", b->json, "one JSON object on stdout");
+  app->add_flag("--profile", b->profile,
+                "on the cpu device: time every kernel of the timed runs and print a table (median "
+                "ms, share, GFLOP/s or GB/s, provider); with --json, a \"kernels\" array");
   return {app, [b] { return b->run(); }};
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "rlx/compile/weights.hpp"
+#include "rlx/fusion/io_gate.hpp"
 #include "rlx/fusion/pass.hpp"
 #include "rlx/ir/claims.hpp"
 #include "rlx/ir/graph.hpp"
@@ -61,6 +62,10 @@ public:
   virtual fusion::BroadcastPolicy broadcast_policy() const {
     return fusion::BroadcastPolicy::implicit;
   }
+  /// The backend's cost knobs for the IO fusion-benefit gate (rlx/fusion/io_gate.hpp): the
+  /// fusion passes refuse a rewrite whose fused kernel the model says is slower (a
+  /// not_profitable miss). Null (the default): every legal fusion the backend claims applies.
+  virtual const fusion::IoFusionGate* io_fusion_gate() const { return nullptr; }
   /// Compiles an LIR module; throws Error on an op it cannot run.
   virtual std::unique_ptr<Executable> compile(const ir::Module& lir) const = 0;
   /// Compiles an LIR module whose Params are bound by name to \p weights, shared with every

@@ -25,6 +25,8 @@
 
 namespace rlx::fusion {
 
+struct IoFusionGate;
+
 struct FusionReport;
 
 /// How binary ops (Add ... Minimum, Compare, Where) receive operands of a smaller shape.
@@ -63,6 +65,8 @@ struct PassContext {
   std::string backend;                                         ///< backend name, for messages
   const ir::reference::TensorMap* specialize_params = nullptr; ///< specialize-params: name → value
   const ir::Bindings* bindings = nullptr;                      ///< bind-symbols: symbol → size
+  /// The backend's IO fusion-benefit gate (io_gate.hpp); null = every legal fusion applies.
+  const IoFusionGate* io_gate = nullptr;
 };
 
 /// A graph transformation.

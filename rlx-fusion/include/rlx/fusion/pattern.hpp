@@ -19,6 +19,7 @@
 // sweep changes nothing. All graph mutation goes through it, so use lists stay correct.
 #pragma once
 
+#include "rlx/fusion/io_gate.hpp"
 #include "rlx/fusion/pass.hpp"
 #include "rlx/fusion/report.hpp"
 #include "rlx/ir/builder.hpp"
@@ -152,6 +153,10 @@ struct Pattern {
   std::vector<ir::OpKind> emits;
   /// Builds the replacement of match.root with \p b and \returns it; it must have the root's type.
   std::function<ir::NodeId(ir::Builder& b, const Match& m)> rewrite;
+  /// Whether the IO fusion-benefit gate (ApplyOptions::gate) judges this rewrite. Off for
+  /// rewrites whose benefit shows only over a group of matches (one member of a packed Q/K/V
+  /// projection adds a Split that the next members' rewrites pay back).
+  bool gated = true;
 };
 
 /// The outcome of matching one pattern at one node.
@@ -170,6 +175,9 @@ struct ApplyOptions {
   int max_sweeps = 16;                  ///< sweeps over the graph before giving up on a fixed point
   const ir::ClaimSet* claims = nullptr; ///< claims gating Pattern::emits; null = all claimed
   FusionReport* report = nullptr;       ///< where applied counts and misses go; null = nowhere
+  /// The backend's IO fusion-benefit gate: a gated rewrite whose new nodes cost more than the
+  /// nodes it removes (io_gate.hpp) is undone and reported as a not_profitable miss; null = none.
+  const IoFusionGate* gate = nullptr;
 };
 
 /// Rewrites \p g with \p patterns to a fixed point and compacts it; \returns the number of
