@@ -84,12 +84,12 @@ CompileResult compile_and_compare(const Graph& hir, const Backend& backend, doub
 /// SiLU, rsqrt, the HIR blocks and the fused ops (so no fusion takes the SiLU away).
 /// Legalisation must decompose them.
 TestBackend subset_backend() {
-  return TestBackend(
-      "test-subset",
-      claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax, OpKind::Gelu,
-                     OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt, OpKind::MatMulBiasAct,
-                     OpKind::SwiGlu, OpKind::SwiGluMatMul, OpKind::ElementwiseRegion,
-                     OpKind::ResidualLayerNorm, OpKind::ResidualRmsNorm}));
+  return TestBackend("test-subset",
+                     claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax,
+                                    OpKind::Gelu, OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt,
+                                    OpKind::MatMulBiasAct, OpKind::SwiGlu, OpKind::SwiGluMatMul,
+                                    OpKind::ElementwiseRegion, OpKind::ResidualLayerNorm,
+                                    OpKind::ResidualRmsNorm, OpKind::FusedAttentionBlock}));
 }
 
 TEST(Pipeline, StageOrder) {
@@ -108,6 +108,7 @@ TEST(Pipeline, StageOrder) {
                                                          "fuse-swiglu",
                                                          "fuse-attention",
                                                          "fuse-matmul-bias-act",
+                                                         "fuse-attention-block",
                                                          "fuse-residual-layer-norm",
                                                          "fuse-residual-rms-norm",
                                                          "mark-elementwise-regions",
@@ -133,6 +134,7 @@ TEST(Pipeline, StageOrder) {
                                       "fuse-swiglu",
                                       "fuse-attention",
                                       "fuse-matmul-bias-act",
+                                      "fuse-attention-block",
                                       "fuse-residual-layer-norm",
                                       "fuse-residual-rms-norm",
                                       "mark-elementwise-regions",

@@ -161,6 +161,8 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return softmax_grad_impls();
   case K::LogSoftmaxGrad:
     return log_softmax_grad_impls();
+  case K::FusedAttentionBlock:
+    return attention_block_impls();
   }
   return {};
 }

@@ -132,5 +132,6 @@ std::span<const KernelImpl> layer_norm_grad_impls();     // norm_grad.cpp: backw
 std::span<const KernelImpl> rms_norm_grad_impls();       // norm_grad.cpp
 std::span<const KernelImpl> softmax_grad_impls();        // norm_grad.cpp
 std::span<const KernelImpl> log_softmax_grad_impls();    // norm_grad.cpp
+std::span<const KernelImpl> attention_block_impls();     // attention_block.cpp
 
 } // namespace rlx::cpu
