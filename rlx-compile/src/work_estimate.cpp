@@ -71,6 +71,15 @@ double node_work(const ir::Graph& g, ir::NodeId id) {
     const double sk = dim(in(1), a.layout == ir::AttnLayout::bshd ? 1 : 2);
     return (numel(in(0)) + out) * std::max(sk, 1.0);
   }
+  case ir::OpKind::FusedAttentionBlock: { // the two projections and the attention between them
+    const auto& a = n.attr<ir::FusedAttentionBlockAttrs>();
+    const ir::Shape& x = in(0);
+    const double nt = dim(in(1), a.qkv_transpose_b ? 0 : 1);
+    const double hd = nt / static_cast<double>(a.num_heads + 2 * a.num_kv_heads) *
+                      static_cast<double>(a.num_heads);
+    const double rows = dim(x, 0) * dim(x, 1);
+    return rows * (dim(x, 2) * nt + 2 * hd * dim(x, 1)) + out * hd;
+  }
   case ir::OpKind::DenseSolve: {
     const ir::Shape& a = in(0);
     const double nn = a.rank() >= 1 ? dim(a, a.rank() - 1) : 1;
@@ -109,6 +118,7 @@ bool counts_multiply_adds(ir::OpKind k) {
   case K::DotGeneral:
   case K::Conv2d:
   case K::Attention:
+  case K::FusedAttentionBlock:
   case K::DenseSolve:
     return true;
   default:

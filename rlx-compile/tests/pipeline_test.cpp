@@ -84,12 +84,12 @@ CompileResult compile_and_compare(const Graph& hir, const Backend& backend, doub
 /// SiLU, rsqrt, the HIR blocks and the fused ops (so no fusion takes the SiLU away).
 /// Legalisation must decompose them.
 TestBackend subset_backend() {
-  return TestBackend(
-      "test-subset",
-      claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax, OpKind::Gelu,
-                     OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt, OpKind::MatMulBiasAct,
-                     OpKind::SwiGlu, OpKind::SwiGluMatMul, OpKind::ElementwiseRegion,
-                     OpKind::ResidualLayerNorm, OpKind::ResidualRmsNorm}));
+  return TestBackend("test-subset",
+                     claim_all_but({OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Softmax,
+                                    OpKind::Gelu, OpKind::Silu, OpKind::Sigmoid, OpKind::Rsqrt,
+                                    OpKind::MatMulBiasAct, OpKind::SwiGlu, OpKind::SwiGluMatMul,
+                                    OpKind::ElementwiseRegion, OpKind::ResidualLayerNorm,
+                                    OpKind::ResidualRmsNorm, OpKind::FusedAttentionBlock}));
 }
 
 TEST(Pipeline, StageOrder) {
@@ -108,6 +108,7 @@ TEST(Pipeline, StageOrder) {
                                                          "fuse-swiglu",
                                                          "fuse-attention",
                                                          "fuse-matmul-bias-act",
+                                                         "fuse-attention-block",
                                                          "fuse-residual-layer-norm",
                                                          "fuse-residual-rms-norm",
                                                          "mark-elementwise-regions",
@@ -133,6 +134,7 @@ TEST(Pipeline, StageOrder) {
                                       "fuse-swiglu",
                                       "fuse-attention",
                                       "fuse-matmul-bias-act",
+                                      "fuse-attention-block",
                                       "fuse-residual-layer-norm",
                                       "fuse-residual-rms-norm",
                                       "mark-elementwise-regions",
@@ -163,7 +165,8 @@ TEST(Pipeline, BertLayerOnAFullBackend) {
   EXPECT_EQ(r.dispatch.backend, "test-all");
   EXPECT_EQ(r.dispatch.total().rewritten, 0);
   EXPECT_EQ(r.dispatch.total().unsupported, 0);
-  EXPECT_GE(count_ops(r.lir.graph(), OpKind::Attention), 2);
+  // The full backend claims the fused attention block: each layer's attention is one block.
+  EXPECT_GE(count_ops(r.lir.graph(), OpKind::FusedAttentionBlock), 2);
   // per-pass timings, in the order of pass_names()
   CompilePipeline pipe(full, bound_options());
   ASSERT_EQ(r.passes.size(), pipe.pass_names().size());
@@ -220,7 +223,8 @@ TEST(Pipeline, SymbolicLlamaOnABackendWithoutAttentionAndRope) {
   // The causal-mask and RoPE decompositions need static sequence lengths: the symbols given in
   // CompileOptions::bindings are bound before legalisation, so a symbolic LLaMA graph compiles
   // for a backend that claims neither Attention nor Rope.
-  TestBackend no_attention("test-no-attention", claim_all_but({OpKind::Attention, OpKind::Rope}));
+  TestBackend no_attention("test-no-attention", claim_all_but({OpKind::Attention, OpKind::Rope,
+                                                               OpKind::FusedAttentionBlock}));
   CompileResult r = compile_and_compare(testing::llama_hir(2), no_attention, 1e-5);
   EXPECT_GE(r.dispatch.by_op[OpKind::Attention].rewritten, 2);
   EXPECT_GE(r.dispatch.by_op[OpKind::Rope].rewritten, 4);
@@ -294,9 +298,9 @@ TEST(Pipeline, DumpsEveryStageWhenAsked) {
   for (const auto& e : fs::directory_iterator(dir))
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  ASSERT_EQ(files.size(), 20u); // input + 19 graph passes (12 of them fusion passes)
+  ASSERT_EQ(files.size(), 21u); // input + 20 graph passes (13 of them fusion passes)
   EXPECT_EQ(files.front(), "mlp.00.input.ir");
-  EXPECT_EQ(files.back(), "mlp.19.dce.ir");
+  EXPECT_EQ(files.back(), "mlp.20.dce.ir");
   fs::remove_all(dir);
 }
 

@@ -71,6 +71,10 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
   // Residual + norm (kernels/residual_norm.cpp): the sum and the normalised sum in one row pass.
   c.claim(K::ResidualLayerNorm, kFloats);
   c.claim(K::ResidualRmsNorm, kFloats);
+  // The fused attention block (kernels/attention_block.cpp): f32, with a padding mask of any
+  // claimed dtype (other dtypes get its decomposition).
+  c.claim(K::FusedAttentionBlock,
+          {DType::f32, DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
   // Backward ops (kernels/norm_grad.cpp).
   for (K k : {K::LayerNormGrad, K::RmsNormGrad, K::SoftmaxGrad, K::LogSoftmaxGrad})
     c.claim(k, kFloats);

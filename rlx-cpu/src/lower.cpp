@@ -177,6 +177,8 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return softmax_cross_entropy_grad_impls();
   case K::RopeGrad: // the Rope kernel, turning back
     return rope_impls();
+  case K::FusedAttentionBlock:
+    return attention_block_impls();
   }
   return {};
 }

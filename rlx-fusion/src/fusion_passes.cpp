@@ -30,6 +30,8 @@ const FusionPassInfo kFusionPasses[] = {
     {"fuse-swiglu", {ir::OpKind::SwiGlu}, make_fuse_swiglu},
     {"fuse-attention", {ir::OpKind::Attention}, make_fuse_attention},
     {"fuse-matmul-bias-act", {ir::OpKind::MatMulBiasAct}, make_fuse_matmul_bias_act},
+    // ---- attention block (after the packed projection and the bias epilogues it reads) ----
+    {"fuse-attention-block", {ir::OpKind::FusedAttentionBlock}, make_fuse_attention_block},
     // ---- residual + norm (after the epilogue fusions took their bias Adds) ----
     {"fuse-residual-layer-norm",
      {ir::OpKind::ResidualLayerNorm, ir::OpKind::Get},

@@ -20,5 +20,8 @@ std::unique_ptr<Pass> make_fuse_swiglu() {
 std::unique_ptr<Pass> make_fuse_attention() {
   return std::make_unique<PatternPass>("fuse-attention", attention_patterns());
 }
+std::unique_ptr<Pass> make_fuse_attention_block() {
+  return std::make_unique<PatternPass>("fuse-attention-block", attention_block_patterns());
+}
 
 } // namespace rlx::fusion

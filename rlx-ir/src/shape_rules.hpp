@@ -64,6 +64,10 @@ Shape swiglu_matmul(In, const SwiGluMatMulAttrs&);
 // fused ops: residual + norm (shape_rules_fused_norm.cpp)
 Shape residual_layer_norm(In, const NormAttrs&);
 Shape residual_rms_norm(In, const NormAttrs&);
+// fused ops: attention block (shape_rules_fused_attention.cpp)
+Shape fused_attention_block(In, const FusedAttentionBlockAttrs&);
+/// The operand count a fused attention block with \p a takes.
+std::size_t fused_attention_block_arity(const FusedAttentionBlockAttrs& a);
 // backward ops (shape_rules_backward.cpp)
 Shape layer_norm_grad(In, const NormAttrs&);
 Shape rms_norm_grad(In, const NormAttrs&);

@@ -69,13 +69,15 @@ TEST(ExportedFusion, BertLayerReachesTheBuilderKernels) {
   EXPECT_EQ(
       f.applied.count("shared_input_matmul_bias") ? f.applied.at("shared_input_matmul_bias") : 0, 3)
       << f.report;
-  EXPECT_EQ(f.kernels[ir::OpKind::Attention], 1) << f.report;
+  // The packed projection, the attention and the output projection: one attention block.
+  EXPECT_EQ(f.kernels[ir::OpKind::FusedAttentionBlock], 1) << f.report;
+  EXPECT_EQ(f.kernels[ir::OpKind::Attention], 0) << f.report;
   // Opset 14: LayerNorm spelled in primitives; both follow a residual Add (post-norm), so each
   // becomes one residual + norm kernel.
   EXPECT_EQ(f.kernels[ir::OpKind::ResidualLayerNorm], 2) << f.report;
   EXPECT_EQ(f.kernels[ir::OpKind::LayerNorm], 0) << f.report;
-  // The packed QKV, the output projection, fc1 + GELU, fc2: every product with its bias.
-  EXPECT_EQ(f.kernels[ir::OpKind::MatMulBiasAct], 4) << f.report;
+  // fc1 + GELU, fc2: every product outside the block with its bias.
+  EXPECT_EQ(f.kernels[ir::OpKind::MatMulBiasAct], 2) << f.report;
   EXPECT_EQ(f.kernels[ir::OpKind::MatMul], 0) << f.report;
   for (ir::OpKind k : {ir::OpKind::Softmax, ir::OpKind::Erf, ir::OpKind::Reduce, ir::OpKind::Sqrt,
                        ir::OpKind::Transpose, ir::OpKind::Div})
@@ -88,10 +90,12 @@ TEST(ExportedFusion, LlamaBlockReachesTheBuilderKernels) {
   // residual + norm kernel whose sum is also the next residual).
   EXPECT_EQ(f.kernels[ir::OpKind::RmsNorm], 1) << f.report;
   EXPECT_EQ(f.kernels[ir::OpKind::ResidualRmsNorm], 1) << f.report;
-  EXPECT_EQ(f.kernels[ir::OpKind::Attention], 1) << f.report;
   // RoPE of Q and K from the constant cos / sin tables, moved behind the head Transposes, which
-  // the bshd attention then drops.
-  EXPECT_EQ(f.kernels[ir::OpKind::Rope], 2) << f.report;
+  // the bshd attention then drops; the packed projection, both RoPEs, the attention and the
+  // output projection then become one attention block.
+  EXPECT_EQ(f.kernels[ir::OpKind::FusedAttentionBlock], 1) << f.report;
+  EXPECT_EQ(f.kernels[ir::OpKind::Attention], 0) << f.report;
+  EXPECT_EQ(f.kernels[ir::OpKind::Rope], 0) << f.report;
   EXPECT_EQ(f.kernels[ir::OpKind::Transpose], 0) << f.report;
   // The exported causal buffer `causal[:S, :S]` is the causal mask kind: no mask operand.
   EXPECT_EQ(f.masks, std::vector<ir::MaskKind>{ir::MaskKind::causal}) << f.report;

@@ -378,8 +378,9 @@ TEST_F(Cli, DemoRunsAndChecksAgainstTheReference) {
   EXPECT_NE(r.out.find("max |rlx - reference|"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rlx demo: OK"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("arena"), std::string::npos) << r.out;
-  // The CPU claims MatMulBiasAct: the projections and the FFN fuse, and the kernel count drops.
-  EXPECT_NE(r.out.find("fusions:  matmul_bias x"), std::string::npos) << r.out;
+  // The CPU claims MatMulBiasAct and FusedAttentionBlock: the projections and the FFN fuse, the
+  // attention sub-layer becomes one block, and the kernel count drops.
+  EXPECT_NE(r.out.find("fusions:  attention_block x1, matmul_bias x"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("by fusion"), std::string::npos) << r.out;
   Result nf = rlx("demo --layers 1 --hidden 64 --ffn 128 --seq 8 --runs 2 --no-fuse");
   ASSERT_EQ(nf.status, 0) << nf.err << nf.out;

@@ -1298,6 +1298,114 @@ void backward2_cases(Table& t) {
         }
 }
 
+// ---- fused ops: attention block
+// --------------------------------------------------------------------------------
+/// The operands of a fused attention block case: x [b, s, e] in [-1, 1], the packed weight (heads
+/// of \p d features), the output weight [eo, h d] and the biases (Params in [-1/4, 1/4]), the mask.
+std::vector<InputSpec> attention_block_inputs(const ir::FusedAttentionBlockAttrs& a, std::int64_t b,
+                                              std::int64_t s, std::int64_t e, std::int64_t d,
+                                              std::int64_t eo, DType t, Sizes bias_dims = {}) {
+  const std::int64_t nt = (a.num_heads + 2 * a.num_kv_heads) * d, hd = a.num_heads * d;
+  auto w = [&](const char* name, Sizes dims) { return as_param(in(name, dims, t, -0.25, 0.25)); };
+  std::vector<InputSpec> v{in("x", {b, s, e}, t),
+                           w("w_qkv", a.qkv_transpose_b ? Sizes{nt, e} : Sizes{e, nt}),
+                           w("w_o", a.out_transpose_b ? Sizes{eo, hd} : Sizes{hd, eo})};
+  if (a.qkv_bias)
+    v.push_back(w("b_qkv", {nt}));
+  if (a.out_bias)
+    v.push_back(w("b_o", {eo}));
+  if (a.mask == ir::MaskKind::padding)
+    v.push_back(with(ints("mask", {b, s}, DType::boolean, 0, 1), Fill::keep_mask));
+  if (a.mask == ir::MaskKind::bias)
+    v.push_back(in("bias", bias_dims.empty() ? Sizes{b, a.num_heads, s, s} : bias_dims, t, -2, 2));
+  return v;
+}
+
+/// The stages' bounds composed: the projection (an e-term sum, |p| <= m = e/4 + 1/4), RoPE (4u of
+/// |a| + |b|), the scores (d-term dots of values up to m, and the projection's error carried in),
+/// the softmax (a score error δ moves the output by at most 2δ·m, plus an s-term sum), the output
+/// projection (an hd-term sum of the attention's error times 1/4, plus its own rounding).
+Tolerance attention_block_tol(DType t, std::int64_t e, std::int64_t d, std::int64_t s,
+                              std::int64_t hd) {
+  const double u = unit(t), E = static_cast<double>(e), D = static_cast<double>(d);
+  const double S = static_cast<double>(s), HD = static_cast<double>(hd);
+  const double m = E / 4 + 0.25;
+  const double ep = (E * E / 4 + 2) * u + 8 * m * u;
+  const double es = (D * D * m * m * u + 2 * D * m * ep) / std::sqrt(D) + 16 * u * D * m * m;
+  const double eo = ep + 2 * es * m + (S + 16) * m * u;
+  const double err = HD * eo / 4 + HD * HD * m * u / 4 + 4 * u;
+  return {err, 4 * u,
+          "the stages' bounds composed: e-term projection, RoPE, d-term scores, softmax "
+          "(2·δ·|v|), an hd-term output projection"};
+}
+
+void fused_attention_cases(Table& t) {
+  using A = ir::FusedAttentionBlockAttrs;
+  auto base = [](std::int64_t h, std::int64_t kvh, ir::MaskKind mask) {
+    A a;
+    a.num_heads = h;
+    a.num_kv_heads = kvh;
+    a.mask = mask;
+    a.window = mask == ir::MaskKind::sliding_window ? 3 : 0;
+    a.qkv_bias = a.out_bias = true;
+    a.rope = true;
+    return a;
+  };
+  auto add = [&t](const std::string& name, const A& a, std::int64_t b, std::int64_t s,
+                  std::int64_t e, std::int64_t d, std::int64_t eo, DType dt = DType::f32,
+                  Sizes bias_dims = {}) {
+    t.add("fused_attention_block_" + name + "_" + dn(dt), K::FusedAttentionBlock,
+          attention_block_inputs(a, b, s, e, d, eo, dt, bias_dims), a,
+          attention_block_tol(dt, e, d, s, a.num_heads * d));
+  };
+  const ir::MaskKind masks[] = {ir::MaskKind::none, ir::MaskKind::causal,
+                                ir::MaskKind::sliding_window, ir::MaskKind::padding,
+                                ir::MaskKind::bias};
+  // Every mask kind with MHA, GQA and MQA heads (biases, half RoPE).
+  struct G {
+    const char* name;
+    std::int64_t h, kvh;
+  };
+  for (ir::MaskKind mask : masks)
+    for (const G& g : {G{"mha", 4, 4}, G{"gqa", 4, 2}, G{"mqa", 4, 1}})
+      add(std::string(ir::enum_names(mask)[static_cast<std::size_t>(mask)]) + "_" + g.name,
+          base(g.h, g.kvh, mask), 2, 7, 16, 8, 16);
+  // Without RoPE and biases (BERT has biases, LLaMA RoPE; both off), [K, N] weights (ONNX).
+  A a = base(2, 2, ir::MaskKind::none);
+  a.rope = false;
+  add("no_rope", a, 2, 5, 12, 8, 12);
+  a.qkv_bias = a.out_bias = false;
+  a.rope = true;
+  add("no_bias", a, 2, 5, 12, 8, 12);
+  a.qkv_bias = true;
+  add("qkv_bias_only", a, 2, 5, 12, 8, 12);
+  a.qkv_bias = false;
+  a.out_bias = true;
+  add("out_bias_only", a, 2, 5, 12, 8, 12);
+  a.qkv_transpose_b = a.out_transpose_b = false;
+  add("kn_weights", a, 2, 5, 12, 8, 12);
+  // RoPE variants: interleaved, partial rotation, a position offset, another theta.
+  a = base(4, 2, ir::MaskKind::causal);
+  a.rope_style = ir::RopeStyle::interleaved;
+  a.rope_n_rot = 4;
+  a.rope_position_offset = 5;
+  a.rope_theta = 500.0;
+  add("rope_interleaved_partial_offset", a, 2, 6, 16, 8, 16);
+  // Scale and softcap; an output width other than e; a broadcast bias mask.
+  a = base(2, 1, ir::MaskKind::causal);
+  a.scale = 0.5;
+  a.softcap = 2.0;
+  add("scale_softcap", a, 2, 9, 16, 8, 10);
+  a = base(2, 2, ir::MaskKind::bias);
+  add("bias_broadcast_rows", a, 2, 6, 16, 8, 16, DType::f32, {6});
+  // Several query blocks (s = 40; the block's worst-case bound grows with e, d and h·d, so longer
+  // and wider blocks are left to rlx-cpu's attention_block_test, checked at 5e-5).
+  add("two_query_blocks_causal", base(2, 1, ir::MaskKind::causal), 1, 40, 8, 8, 8);
+  // f64: the CPU does not claim the block there (legalisation runs its decomposition).
+  add("causal_gqa", base(4, 2, ir::MaskKind::causal), 2, 6, 16, 8, 16, DType::f64);
+}
+
+
 std::vector<OpCase> build_table() {
   Table t;
   unary_cases(t);
@@ -1318,6 +1426,7 @@ std::vector<OpCase> build_table() {
   fused_norm_cases(t);
   backward_cases(t);
   backward2_cases(t);
+  fused_attention_cases(t);
   return t.take();
 }
 

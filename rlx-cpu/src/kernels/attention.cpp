@@ -11,6 +11,8 @@
 // A thread holds one Bq×Tk score tile, Bq×Dv accumulators and 2·Bq row statistics (its slice of
 // the planned scratch), never the Sq×Sk score matrix. Tasks are (batch, head, query block)
 // triples, run on the TBB pool. The f32 path is compiled for AVX-512 / AVX2 / baseline.
+#include "attention_core.hpp"
+
 #include "../dtypes.hpp"
 #include "../lower.hpp"
 #include "../simd.hpp"
@@ -24,28 +26,8 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr std::int64_t kBlockQ = 32; ///< query rows per task
-constexpr std::int64_t kTileK = 64;  ///< keys per score tile
-
-/// Everything an attention task needs, resolved at compile time.
-template <class T> struct AttnParams {
-  const T* q;
-  const T* k;
-  const T* v;
-  T* o;
-  std::int64_t batch, heads, kv_heads, sq, sk, d, dv;
-  // Element strides: per batch, per head and per sequence row, of q, k, v and o.
-  std::int64_t q_b, q_h, q_s, k_b, k_h, k_s, v_b, v_h, v_s, o_b, o_h, o_s;
-  double scale;
-  double softcap; ///< 0 = none
-  ir::MaskKind mask;
-  std::int64_t window;
-  const std::uint8_t* keep; ///< padding: [B, Sk] keep flags (planned scratch, filled per run)
-  const T* bias; ///< bias: element (b, h, i, j) at b*bias_b + h*bias_h + i*bias_i + j*bias_j
-  std::int64_t bias_b, bias_h, bias_i, bias_j;
-  std::int64_t shift; ///< Sk - Sq: query i is aligned with key i + shift
-  std::int64_t blocks_per_head;
-};
+constexpr std::int64_t kBlockQ = kAttnBlockQ;
+constexpr std::int64_t kTileK = kAttnTileK;
 
 /// Per-thread scratch of one task, in compute-type elements: the score tile, the transposed key
 /// tile, the output accumulators and the row statistics.
@@ -366,14 +348,8 @@ public:
       mask_dtype_ = c.in(3).dtype;
     } else if (a.mask == ir::MaskKind::bias) {
       // Strides of the bias broadcast onto [B, H, Sq, Sk] (0 along broadcast dims).
-      auto bs = c.in(3).sizes();
-      std::vector<std::int64_t> full(4 - bs.size(), 1);
-      full.insert(full.end(), bs.begin(), bs.end());
-      std::int64_t st[4], acc = 1;
-      for (int d = 3; d >= 0; --d) {
-        st[d] = full[static_cast<std::size_t>(d)] == 1 ? 0 : acc;
-        acc *= full[static_cast<std::size_t>(d)];
-      }
+      std::int64_t st[4];
+      attention_bias_strides(c.in(3).sizes(), st);
       p_.bias = reinterpret_cast<const T*>(c.src(3));
       p_.bias_b = st[0];
       p_.bias_h = st[1];
@@ -389,15 +365,15 @@ public:
         for (std::int64_t i = 0; i < p_.batch * p_.sk; ++i)
           keep_[i] = to_compute<M>(m[i]) != 0;
       });
-    parallel_for_slots(ctx, tasks_, 1, [&](std::int64_t b, std::int64_t e, int slot) {
-      A* scratch = reinterpret_cast<A*>(scratch_ + slice_ * (slot < threads_ ? slot : 0));
-      for (std::int64_t t = b; t < e; ++t) {
-        if constexpr (std::is_same_v<T, float>)
-          attention_task_f32(p_, t, scratch);
-        else
+    if constexpr (std::is_same_v<T, float>) {
+      run_attention_f32(ctx, p_, scratch_, slice_, threads_);
+    } else {
+      parallel_for_slots(ctx, tasks_, 1, [&](std::int64_t b, std::int64_t e, int slot) {
+        A* scratch = reinterpret_cast<A*>(scratch_ + slice_ * (slot < threads_ ? slot : 0));
+        for (std::int64_t t = b; t < e; ++t)
           attention_task<T, A>(p_, t, scratch);
-      }
-    });
+      });
+    }
   }
 
 private:
@@ -441,19 +417,9 @@ public:
     h_ = bshd ? s[2] : s[1];
     d_ = s[3];
     bshd_ = bshd;
-    half_ = (a.n_rot == 0 ? d_ : a.n_rot) / 2;
-    interleaved_ = a.style == ir::RopeStyle::interleaved;
     const double sign = c.node().op == ir::OpKind::RopeGrad ? -1.0 : 1.0; // rope_grad turns back
-    cos_.resize(static_cast<std::size_t>(s_ * half_));
-    sin_.resize(cos_.size());
-    for (std::int64_t p = 0; p < s_; ++p)
-      for (std::int64_t k = 0; k < half_; ++k) {
-        double angle =
-            static_cast<double>(p + a.position_offset) *
-            std::pow(a.theta, -2.0 * static_cast<double>(k) / static_cast<double>(2 * half_));
-        cos_[static_cast<std::size_t>(p * half_ + k)] = static_cast<A>(std::cos(angle));
-        sin_[static_cast<std::size_t>(p * half_ + k)] = static_cast<A>(sign * std::sin(angle));
-      }
+    table_ = RopeTable<A>(a.style, a.n_rot == 0 ? d_ : a.n_rot, a.position_offset, a.theta, s_,
+                          sign);
   }
   void run(ExecContext& ctx) override {
     std::int64_t rows = b_ * s_ * h_;
@@ -464,15 +430,7 @@ public:
         const T* x = x_ + r * d_;
         T* y = y_ + r * d_;
         std::memcpy(y, x, static_cast<std::size_t>(d_) * sizeof(T));
-        const A* cs = cos_.data() + pos * half_;
-        const A* sn = sin_.data() + pos * half_;
-        std::int64_t step = interleaved_ ? 2 : 1, other = interleaved_ ? 1 : half_;
-        for (std::int64_t k = 0; k < half_; ++k) {
-          std::int64_t ia = k * step, ib = ia + other;
-          A va = static_cast<A>(to_compute<T>(x[ia])), vb = static_cast<A>(to_compute<T>(x[ib]));
-          y[ia] = from_compute<T>(static_cast<compute_t<T>>(va * cs[k] - vb * sn[k]));
-          y[ib] = from_compute<T>(static_cast<compute_t<T>>(va * sn[k] + vb * cs[k]));
-        }
+        table_.rotate(x, y, pos);
       }
     });
   }
@@ -480,9 +438,9 @@ public:
 private:
   const T* x_;
   T* y_;
-  std::int64_t b_ = 0, s_ = 0, h_ = 0, d_ = 0, half_ = 0;
-  bool bshd_ = true, interleaved_ = false;
-  std::vector<A> cos_, sin_;
+  std::int64_t b_ = 0, s_ = 0, h_ = 0, d_ = 0;
+  bool bshd_ = true;
+  RopeTable<A> table_;
 };
 
 std::unique_ptr<Kernel> make_rope(const LowerContext& c) {
@@ -497,6 +455,30 @@ std::unique_ptr<Kernel> make_rope(const LowerContext& c) {
 constexpr KernelImpl kRope[] = {{"tbb", accept_all, nullptr, make_rope}};
 
 } // namespace
+
+std::int64_t attention_slice_bytes(std::int64_t d, std::int64_t dv, std::int64_t elem) {
+  return (task_scratch_elems(d, dv) * elem + 63) / 64 * 64;
+}
+
+void attention_bias_strides(const std::vector<std::int64_t>& sizes, std::int64_t st[4]) {
+  std::vector<std::int64_t> full(4 - sizes.size(), 1);
+  full.insert(full.end(), sizes.begin(), sizes.end());
+  std::int64_t acc = 1;
+  for (int d = 3; d >= 0; --d) {
+    st[d] = full[static_cast<std::size_t>(d)] == 1 ? 0 : acc;
+    acc *= full[static_cast<std::size_t>(d)];
+  }
+}
+
+void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* scratch,
+                       std::int64_t slice, int threads) {
+  const std::int64_t tasks = p.batch * p.heads * p.blocks_per_head;
+  parallel_for_slots(ctx, tasks, 1, [&](std::int64_t b, std::int64_t e, int slot) {
+    auto* s = reinterpret_cast<float*>(scratch + slice * (slot < threads ? slot : 0));
+    for (std::int64_t t = b; t < e; ++t)
+      attention_task_f32(p, t, s);
+  });
+}
 
 std::span<const KernelImpl> attention_impls() {
   return kAttention;

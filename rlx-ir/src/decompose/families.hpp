@@ -63,5 +63,6 @@ void add_fused_transformer_decompositions(DecompositionTable& t); // fused ops: 
 void add_region_decompositions(DecompositionTable& t);            ///< fused ops: regions
 void add_fused_norm_decompositions(DecompositionTable& t);        ///< fused ops: residual + norm
 void add_backward_decompositions(DecompositionTable& t);          ///< backward ops
+void add_fused_attention_decompositions(DecompositionTable& t);   ///< fused ops: attention block
 
 } // namespace rlx::ir::decompose_detail

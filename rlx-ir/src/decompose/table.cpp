@@ -46,6 +46,7 @@ DecompositionTable make_table() {
   add_region_decompositions(t);
   add_backward_decompositions(t);
   add_fused_norm_decompositions(t);
+  add_fused_attention_decompositions(t);
   return t;
 }
 

@@ -42,6 +42,10 @@ RLX_REFERENCE_KERNEL(SwiGluMatMul) {
   return evaluate_by_decomposition(node, out, in).at(0);
 }
 
+RLX_REFERENCE_KERNEL(FusedAttentionBlock) {
+  return evaluate_by_decomposition(node, out, in).at(0);
+}
+
 } // namespace kernels
 
 } // namespace rlx::ir::reference

@@ -509,6 +509,28 @@ Graph fused_transformer_sample(OpKind op) {
   return g;
 }
 
+// fused ops: attention block. GQA (4 query heads, 2 kv heads, head_dim 4), both biases, RoPE, a
+// padding mask and a symbolic sequence length: every operand slot is used.
+Graph fused_attention_sample(OpKind op) {
+  Graph g(std::string(op_name(op)));
+  Builder b(g);
+  NodeId x = b.input("x", Shape({2, sym("seq"), 12}, f32));
+  NodeId mask = b.input("mask", Shape({2, sym("seq")}, f32));
+  FusedAttentionBlockAttrs a;
+  a.num_heads = 4;
+  a.num_kv_heads = 2;
+  a.mask = MaskKind::padding;
+  a.qkv_bias = true;
+  a.out_bias = true;
+  a.rope = true;
+  a.rope_theta = 100.0;
+  b.output(b.op(op,
+                {x, b.param("w_qkv", Shape({32, 12}, f32)), b.param("w_o", Shape({10, 16}, f32)),
+                 b.param("b_qkv", Shape({32}, f32)), b.param("b_o", Shape({10}, f32)), mask},
+                a, "attn"));
+  return g;
+}
+
 // fused ops: residual + norm. The sum is read (a residual) and the normalised value too; the layer
 // norm has a beta, a symbolic batch and an odd width.
 Graph fused_norm_sample(OpKind op) {
@@ -637,6 +659,10 @@ LeafNeeds needs_of(const Graph& g, NodeId leaf, const Bindings& bindings) {
       case OpKind::AttentionBlock:
         n.mask = n.mask || (slot + 1 == user.inputs.size() &&
                             user.attr<AttentionBlockAttrs>().mask == MaskKind::padding);
+        break;
+      case OpKind::FusedAttentionBlock:
+        n.mask = n.mask || (slot + 1 == user.inputs.size() &&
+                            user.attr<FusedAttentionBlockAttrs>().mask == MaskKind::padding);
         break;
       case OpKind::BertLayer:
         n.mask = n.mask || slot == 17;
@@ -791,6 +817,8 @@ Graph sample_graph(OpKind op) {
   case OpKind::ResidualLayerNorm:
   case OpKind::ResidualRmsNorm:
     return fused_norm_sample(op);
+  case OpKind::FusedAttentionBlock:
+    return fused_attention_sample(op);
   case OpKind::LayerNormGrad:
   case OpKind::RmsNormGrad:
   case OpKind::SoftmaxGrad:

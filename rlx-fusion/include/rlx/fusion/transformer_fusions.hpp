@@ -37,6 +37,14 @@ std::vector<Pattern> shared_input_matmul_patterns();
 /// untransposed operands.
 std::vector<Pattern> attention_patterns();
 
+/// fuse-attention-block: the attention sub-layer as the earlier passes leave it (a packed Q / K / V
+/// projection, MatMul or MatMulBiasAct without activation; Split; per part a Get and a head
+/// Reshape; Rope of q and k or of neither; a bshd Attention with any mask; the merging Reshape; the
+/// output projection) → FusedAttentionBlock, rooted at the output projection. Misses: inner values
+/// with other users or graph outputs, parts not q, k, v in order, a bhsd Attention, RoPE of one
+/// of q and k or with different attributes, activations or transposed inputs in the projections.
+std::vector<Pattern> attention_block_patterns();
+
 /// A new fuse-swiglu-matmul pass (the patterns above run by apply_patterns with the context's
 /// claims and report); likewise for the other three.
 std::unique_ptr<Pass> make_fuse_swiglu_matmul();
@@ -46,5 +54,7 @@ std::unique_ptr<Pass> make_fuse_shared_input_matmul();
 std::unique_ptr<Pass> make_fuse_swiglu();
 /// A new fuse-attention pass.
 std::unique_ptr<Pass> make_fuse_attention();
+/// A new fuse-attention-block pass.
+std::unique_ptr<Pass> make_fuse_attention_block();
 
 } // namespace rlx::fusion

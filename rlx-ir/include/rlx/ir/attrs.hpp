@@ -90,10 +90,37 @@ struct SubGraph {
 #define RLX_FIELD_8(f, ...)                                                                        \
   fn(#f, s.f);                                                                                     \
   RLX_FIELD_7(__VA_ARGS__)
-#define RLX_FIELD_PICK(_1, _2, _3, _4, _5, _6, _7, _8, N, ...) N
+#define RLX_FIELD_9(f, ...)                                                                        \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_8(__VA_ARGS__)
+#define RLX_FIELD_10(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_9(__VA_ARGS__)
+#define RLX_FIELD_11(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_10(__VA_ARGS__)
+#define RLX_FIELD_12(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_11(__VA_ARGS__)
+#define RLX_FIELD_13(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_12(__VA_ARGS__)
+#define RLX_FIELD_14(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_13(__VA_ARGS__)
+#define RLX_FIELD_15(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_14(__VA_ARGS__)
+#define RLX_FIELD_16(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_15(__VA_ARGS__)
+#define RLX_FIELD_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, N,   \
+                       ...)                                                                        \
+  N
 #define RLX_FIELDS_OF(...)                                                                         \
-  RLX_FIELD_PICK(__VA_ARGS__, RLX_FIELD_8, RLX_FIELD_7, RLX_FIELD_6, RLX_FIELD_5, RLX_FIELD_4,     \
-                 RLX_FIELD_3, RLX_FIELD_2, RLX_FIELD_1, )                                          \
+  RLX_FIELD_PICK(__VA_ARGS__, RLX_FIELD_16, RLX_FIELD_15, RLX_FIELD_14, RLX_FIELD_13,              \
+                 RLX_FIELD_12, RLX_FIELD_11, RLX_FIELD_10, RLX_FIELD_9, RLX_FIELD_8, RLX_FIELD_7,  \
+                 RLX_FIELD_6, RLX_FIELD_5, RLX_FIELD_4, RLX_FIELD_3, RLX_FIELD_2, RLX_FIELD_1, )   \
   (__VA_ARGS__)
 
 /// Declares the field list of an attribute struct: `visit_fields(self, fn)` calls
@@ -365,7 +392,41 @@ struct MatMulBiasActAttrs {
   RLX_ATTRS(MatMulBiasActAttrs, transpose_a, transpose_b, act)
 };
 
+/// The fused attention block (rlx-fusion's fuse-attention-block): the packed Q / K / V projection,
+/// optional RoPE of q and k, attention (bshd heads read from the packed projection) and the output
+/// projection. The attention fields mean what AttentionAttrs' do; the rope fields what RopeAttrs'
+/// do; the flags say which optional operands are present and how each weight is laid out
+/// (transpose: [N, K], the [out, in] form; otherwise [K, N], as ONNX exports store it).
+struct FusedAttentionBlockAttrs {
+  std::int64_t num_heads = 1;
+  std::int64_t num_kv_heads = 1;
+  MaskKind mask = MaskKind::none;
+  std::int64_t window = 0;
+  std::optional<double> scale;
+  std::optional<double> softcap;
+  bool qkv_transpose_b = true;
+  bool qkv_bias = false;
+  bool out_transpose_b = true;
+  bool out_bias = false;
+  bool rope = false;
+  RopeStyle rope_style = RopeStyle::half;
+  std::int64_t rope_n_rot = 0;
+  std::int64_t rope_position_offset = 0;
+  double rope_theta = 10000.0;
+  RLX_ATTRS(FusedAttentionBlockAttrs, num_heads, num_kv_heads, mask, window, scale, softcap,
+            qkv_transpose_b, qkv_bias, out_transpose_b, out_bias, rope, rope_style, rope_n_rot,
+            rope_position_offset, rope_theta)
+};
+
 #undef RLX_FIELD_1
+#undef RLX_FIELD_9
+#undef RLX_FIELD_10
+#undef RLX_FIELD_11
+#undef RLX_FIELD_12
+#undef RLX_FIELD_13
+#undef RLX_FIELD_14
+#undef RLX_FIELD_15
+#undef RLX_FIELD_16
 #undef RLX_FIELD_2
 #undef RLX_FIELD_3
 #undef RLX_FIELD_4
@@ -384,6 +445,7 @@ using Attrs =
                  ReduceAttrs, ArgMaxAttrs, NormAttrs, AttentionAttrs, RopeAttrs, Conv2dAttrs,
                  Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs, CustomFnAttrs, QuantAttrs,
                  LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs, SplitAttrs,
-                 GetAttrs, MatMulBiasActAttrs, RegionAttrs, SwiGluMatMulAttrs, TopKAttrs>;
+                 GetAttrs, MatMulBiasActAttrs, RegionAttrs, SwiGluMatMulAttrs, TopKAttrs,
+                 FusedAttentionBlockAttrs>;
 
 } // namespace rlx::ir
