@@ -192,8 +192,8 @@ Program compile_body(const ir::Graph& body) {
 
 /// Clones of run_instr per ISA, picked at load time. They name ISA extensions rather than an
 /// -march level (RLX_CPU_MULTIVERSION's "arch=x86-64-v3"): GCC never inlines a function compiled
-/// for another arch, so the per-element math callables would stay out-of-line calls. NOTE: the
-/// loop is still 2-6x slower than the one-op kernels (rlx-cpu/DESIGN.md, "Region loop limits").
+/// for another arch, so the per-element math callables would stay out-of-line calls. The loops
+/// over simd::exp / tanh / erf vectorise only with -fno-trapping-math (rlx-cpu's CMakeLists).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define RLX_REGION_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
