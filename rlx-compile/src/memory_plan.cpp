@@ -59,9 +59,12 @@ struct Aliases {
 
 /// Whether \p w may write its result over operand \p operand while reading it: an elementwise or
 /// broadcasting op reads element i of a same-sized operand only to produce element i.
+/// A single-result ElementwiseRegion is such an op too: its body is elementwise / broadcast ops
+/// over the region's iteration space (rlx-fusion makes an in-place update a region's only result).
 bool elementwise_over(const ir::Graph& g, NodeId w, NodeId operand) {
   const ir::FusionKind k = ir::op_info(g.node(w).op).fusion;
-  return (k == ir::FusionKind::elementwise || k == ir::FusionKind::broadcast) &&
+  const bool region = g.node(w).op == ir::OpKind::ElementwiseRegion && !g.shape(w).is_tuple();
+  return (region || k == ir::FusionKind::elementwise || k == ir::FusionKind::broadcast) &&
          g.shape(operand).numel() == g.shape(w).numel() &&
          g.shape(operand).dtype == g.shape(w).dtype;
 }

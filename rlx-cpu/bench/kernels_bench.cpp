@@ -170,6 +170,7 @@ void BM_ElementwiseChain(benchmark::State& state) {
   const bool fused = state.range(1) != 0, bert = state.range(2) != 0;
   cpu::CpuOptions o;
   o.num_threads = static_cast<int>(state.range(0));
+  o.elementwise_regions = fused;
   auto c = compile_op(
       o,
       [&](ir::Builder& b) {

@@ -25,9 +25,6 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
     UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
-    UnclaimedOp{K::ElementwiseRegion,
-                "off by default (CpuOptions::elementwise_regions): the region loop is still slower "
-                "than the one-op kernels; legalisation inlines a region that reaches the backend"},
 };
 
 ir::ClaimSet build_claims(bool elementwise_regions) {
@@ -94,8 +91,9 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
   // Control flow runs for real (control_flow.cpp): each sub-graph is a nested executable.
   c.claim(K::If);
   c.claim(K::While);
-  // Elementwise regions (opt-in, see cpu_claims): one generated loop computing in f32, bool values
-  // as 0 / 1 (region.cpp). The region pass forms regions only of these dtypes.
+  // Elementwise regions (on unless CpuOptions::elementwise_regions is off): one generated loop
+  // computing in f32, bool values as 0 / 1 (region.cpp). The region pass forms regions only of
+  // these dtypes.
   if (elementwise_regions)
     c.claim(K::ElementwiseRegion, {DType::f32, DType::boolean});
   return c;

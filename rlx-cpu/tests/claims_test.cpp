@@ -44,10 +44,14 @@ TEST(CpuClaims, UnclaimedOpsAreHandledBeforeTheBackend) {
 }
 
 TEST(CpuClaims, UnclaimedOpsHaveNoKernel) {
-  // Except what an option claims (CpuOptions::elementwise_regions): its kernel exists.
   for (const auto& u : rlx::cpu::deliberately_unclaimed())
-    EXPECT_EQ(rlx::cpu::has_kernel(u.op), rlx::cpu::cpu_claims(true).claims(u.op))
-        << rlx::ir::op_name(u.op);
+    EXPECT_FALSE(rlx::cpu::has_kernel(u.op)) << rlx::ir::op_name(u.op);
+}
+
+TEST(CpuClaims, RegionsAreClaimedUnlessTurnedOff) {
+  EXPECT_TRUE(rlx::cpu::cpu_claims().claims(OpKind::ElementwiseRegion, rlx::ir::DType::f32));
+  EXPECT_FALSE(rlx::cpu::cpu_claims(false).claims(OpKind::ElementwiseRegion));
+  EXPECT_TRUE(rlx::cpu::CpuOptions{}.elementwise_regions);
 }
 
 TEST(CpuClaims, DtypesAreClaimedPerOp) {

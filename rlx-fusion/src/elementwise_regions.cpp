@@ -22,6 +22,8 @@ struct Region {
   std::vector<NodeId> members; ///< in id order
   std::vector<ir::Dim> dims;   ///< the iteration space every member computes
   bool alive = true;
+  /// Closed by an in-place update, its one result: no later node joins.
+  bool sealed = false;
 };
 
 class Grouper {
@@ -30,8 +32,12 @@ public:
       : g_(g), ctx_(ctx), limits_(limits), region_of_(g.size(), -1), mark_(g.size(), 0),
         taint_(g.size(), 0), updates_param_(g.size(), 0) {
     for (const ir::OutputAlias& a : g.aliases())
-      if (a.output < g.outputs().size())
+      if (a.output < g.outputs().size()) {
         updates_param_[g.outputs()[a.output].v] = 1;
+        const NodeId p = g.find_leaf(a.param, true);
+        if (p.valid())
+          updated_.push_back({p, g.outputs()[a.output]});
+      }
   }
 
   bool run() {
@@ -49,6 +55,7 @@ private:
   std::vector<char> mark_;           // scratch: members of the set being checked
   std::vector<std::uint32_t> taint_; // scratch: generation stamps of the convexity scan
   std::vector<char> updates_param_;  // outputs that update a Param in place (Graph::aliases)
+  std::vector<std::pair<NodeId, NodeId>> updated_; // (Param, the output updating it)
   std::uint32_t generation_ = 0;
 
   void miss(NodeId id, MissReason r, std::string detail) {
@@ -76,6 +83,7 @@ private:
     for (NodeId in : g_.node(id).inputs) {
       int r = region_of_[in.v];
       if (r >= 0 && regions_[static_cast<std::size_t>(r)].alive &&
+          !regions_[static_cast<std::size_t>(r)].sealed &&
           std::find(rs.begin(), rs.end(), r) == rs.end())
         rs.push_back(r);
     }
@@ -144,6 +152,62 @@ private:
     return bad;
   }
 
+  /// Whether every member of region \p r is read only inside it or by \p id (and is no graph
+  /// output), so \p id would be its only result, and r reads no Param that another output
+  /// updates in place (the planner runs every update after all plain reads of the Params
+  /// updated: an update region reading another's Param could not be ordered, as in SGD weight
+  /// decay, where p is read by the momentum buffer's update).
+  bool closed_under(int r, NodeId id) const {
+    for (NodeId m : regions_[static_cast<std::size_t>(r)].members) {
+      if (g_.is_output(m))
+        return false;
+      for (NodeId u : g_.users(m))
+        if (u != id && region_of_[u.v] != r)
+          return false;
+      for (NodeId in : g_.node(m).inputs)
+        for (const auto& [param, writer] : updated_)
+          if (in == param && writer != id)
+            return false;
+    }
+    return true;
+  }
+
+  /// Joins in-place update \p id to the regions \p near of which it would be the only result
+  /// (b1 m + (1 - b1) g: both products' regions), merged into one; seals it. \returns whether
+  /// it joined.
+  bool join_as_update(NodeId id, const std::vector<int>& near) {
+    const ir::Shape& s = g_.shape(id);
+    int joined = -1;
+    for (int r : near) {
+      Region& reg = regions_[static_cast<std::size_t>(r)];
+      if (reg.dims != s.dims || !closed_under(r, id))
+        continue;
+      std::vector<NodeId> set = reg.members;
+      if (joined >= 0) {
+        const auto& into = regions_[static_cast<std::size_t>(joined)].members;
+        set.insert(set.end(), into.begin(), into.end());
+      } else {
+        set.push_back(id);
+      }
+      if (check(set))
+        continue;
+      std::sort(set.begin(), set.end());
+      if (joined < 0) {
+        joined = r;
+      } else {
+        reg.alive = false;
+        for (NodeId m : reg.members)
+          region_of_[m.v] = joined;
+      }
+      region_of_[id.v] = joined;
+      regions_[static_cast<std::size_t>(joined)].members = std::move(set);
+    }
+    if (joined < 0)
+      return false;
+    regions_[static_cast<std::size_t>(joined)].sealed = true;
+    return true;
+  }
+
   void visit(NodeId id) {
     const ir::Node& n = g_.node(id);
     if (ir::is_leaf(n.op))
@@ -163,17 +227,21 @@ private:
              "the backend does not claim " + std::string(ir::op_name(n.op)) + " itself");
       return;
     }
-    if (updates_param_[id.v]) {
-      // The memory planner needs an in-place update to be a kernel of its own that writes the
-      // Param; as a part of a region's tuple it would be a Get (a view), which cannot.
-      if (!near.empty())
-        miss(id, MissReason::is_graph_output,
-             "updates a param in place (Graph::aliases): it stays a kernel of its own");
-      return;
-    }
     if (auto dt = unclaimed_dtype(id)) {
       miss(id, MissReason::dtype_mismatch,
            "the backend's region loop does not take " + std::string(ir::dtype_name(*dt)));
+      return;
+    }
+    if (updates_param_[id.v]) {
+      // The memory planner needs an in-place update to be written by a kernel, never a view: as
+      // one part of a region's tuple it would be a Get. So an update joins only a region whose
+      // every member is read by nothing but the region and the update, making the update the
+      // region's one result (a single-output region node writes the Param in place); the region
+      // is sealed after it.
+      if (!join_as_update(id, near) && !near.empty())
+        miss(id, MissReason::is_graph_output,
+             "updates a param in place (Graph::aliases) and an operand region has other "
+             "results: it stays a kernel of its own");
       return;
     }
     int joined = -1;

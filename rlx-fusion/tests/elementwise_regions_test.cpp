@@ -145,10 +145,11 @@ TEST(MarkElementwiseRegions, ValuesUsedOutsideBecomeTupleParts) {
     }
 }
 
-TEST(MarkElementwiseRegions, AnInPlaceUpdateStaysAKernelOfItsOwn) {
-  // An SGD-style step: m = 0.9 m + g; p = p - 0.1 m, both outputs updating their Params in place.
-  // m is read by p's update too, so a region holding both would make them Gets of a tuple, which
-  // the memory planner cannot alias to the Params: both stay ops of their own (a miss each).
+TEST(MarkElementwiseRegions, AnInPlaceUpdateEndsItsRegionAsItsOnlyResult) {
+  // An SGD-style step: m = 0.9 m + tanh(g); p = p - 0.1 m, both outputs updating their Params in
+  // place. m is read by p's update too, so one region holding both would make them Gets of a
+  // tuple, which the memory planner cannot alias to the Params. Each update closes a region of
+  // its own instead: {mul, tanh, add} -> m and {mul, sub} -> p, single results, no Get.
   Graph g("step");
   Builder b(g);
   NodeId p = b.param("p", Shape::of({4, 4}));
@@ -160,9 +161,48 @@ TEST(MarkElementwiseRegions, AnInPlaceUpdateStaysAKernelOfItsOwn) {
   b.output(m2);
   g.set_aliases({{0, "p"}, {1, "m"}});
   Marked r = mark(g);
-  for (NodeId o : r.after.outputs())
-    EXPECT_NE(r.after.node(o).op, OpKind::Get) << ir::print(r.after);
+  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 2) << ir::print(r.after);
+  EXPECT_EQ(body_ops(r.after, 0) + body_ops(r.after, 1), 5);
+  for (NodeId o : r.after.outputs()) {
+    EXPECT_EQ(r.after.node(o).op, OpKind::ElementwiseRegion) << ir::print(r.after);
+    EXPECT_FALSE(r.after.shape(o).is_tuple());
+  }
+  EXPECT_FALSE(missed(r.report, MissReason::is_graph_output)) << r.report.str();
+}
+
+TEST(MarkElementwiseRegions, AnInPlaceUpdateStaysAKernelOfItsOwnWhenItsRegionHasOtherResults) {
+  // t = tanh(0.5 g) is also a graph output, so the update m + t cannot be its region's only
+  // result: it stays an op of its own (a miss), never a Get of a tuple.
+  Graph g("step");
+  Builder b(g);
+  NodeId m = b.param("m", Shape::of({4, 4}));
+  NodeId grad = b.input("g", Shape::of({4, 4}));
+  NodeId t = b.tanh(b.mul(grad, b.scalar(0.5)));
+  b.output(b.add(m, t));
+  b.output(t);
+  g.set_aliases({{0, "m"}});
+  Marked r = mark(g);
+  EXPECT_EQ(r.after.node(r.after.outputs()[0]).op, OpKind::Add) << ir::print(r.after);
   EXPECT_TRUE(missed(r.report, MissReason::is_graph_output)) << r.report.str();
+}
+
+TEST(MarkElementwiseRegions, AnUpdateNeverJoinsARegionTwice) {
+  // Two updates reading one chain: the chain's value feeds both, so neither may close it.
+  Graph g("step2");
+  Builder b(g);
+  NodeId p = b.param("p", Shape::of({4, 4}));
+  NodeId q = b.param("q", Shape::of({4, 4}));
+  NodeId grad = b.input("g", Shape::of({4, 4}));
+  NodeId t = b.tanh(b.mul(grad, b.scalar(0.5)));
+  b.output(b.sub(p, t));
+  b.output(b.add(q, t));
+  g.set_aliases({{0, "p"}, {1, "q"}});
+  Marked r = mark(g);
+  for (NodeId o : r.after.outputs()) {
+    EXPECT_NE(r.after.node(o).op, OpKind::Get) << ir::print(r.after);
+    EXPECT_NE(r.after.node(o).op, OpKind::ElementwiseRegion) << ir::print(r.after);
+  }
+  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
 }
 
 TEST(MarkElementwiseRegions, TwoChainsMeetingAtABinaryOpMerge) {

@@ -127,6 +127,70 @@ TEST(Trainer, MatchesTheReferenceInterpreter) {
   }
 }
 
+/// The kinds of the ops that write each aliased output (the in-place updates) of a compiled step.
+std::vector<ir::OpKind> update_writers(Executable& e) {
+  const auto vs = e.variants();
+  const ir::Graph& lir = vs.at(0)->compiled->result.lir.graph();
+  std::vector<ir::OpKind> out;
+  for (const ir::OutputAlias& a : lir.aliases())
+    out.push_back(lir.node(lir.outputs()[a.output]).op);
+  return out;
+}
+
+TEST(Trainer, OptimizerUpdatesRunAsRegionsAndMatchTheUnfusedStep) {
+  // The CPU forms elementwise regions by default; the update of every parameter and optimizer
+  // state slot is then one region writing its Param in place. The region loop computes each op
+  // in f32 with the one-op kernels' math, so SGD (adds and multiplies only) equals the unfused
+  // step bit for bit. AdamW's bias corrections 1 - exp(t log beta) run simd::exp (<= 2 ulp) in
+  // the region but oneDNN's eltwise exp unfused, so its step size may differ by a few ulp:
+  // |delta| <= 1e-6 (1 + |x|) after 5 steps (each update is lr = 0.05 times an O(1) ratio, a few
+  // ulp of it is ~1e-8 a step).
+  using compile::AdamW;
+  using compile::OptimizerSpec;
+  using compile::Sgd;
+  const std::vector<OptimizerSpec> opts = {
+      OptimizerSpec{Sgd{}, 0}, OptimizerSpec{Sgd{0.9, false, 1e-2}, 0},
+      OptimizerSpec{Sgd{0.9, true, 1e-3}, 1.0}, OptimizerSpec{AdamW{}, 0},
+      OptimizerSpec{AdamW{0.8, 0.99, 1e-6, 0.1}, 0.5}};
+  for (const OptimizerSpec& opt : opts) {
+    const bool exact = std::holds_alternative<Sgd>(opt.rule);
+    SCOPED_TRACE(exact ? "sgd" : "adamw");
+    SessionOptions plain;
+    plain.cpu.elementwise_regions = false;
+    Session fused_session, plain_session(Device::cpu(), plain);
+    const ir::Graph model = mlp();
+    const ir::Graph with_loss = compile::with_loss(model, compile::Loss::softmax_cross_entropy);
+    Trainer fused = fused_session.compile_training(with_loss, options(opt, 0.05));
+    Trainer unfused = plain_session.compile_training(with_loss, options(opt, 0.05));
+    fused.set_params(random_params(model, 4));
+    unfused.set_params(random_params(model, 4));
+    auto same = [&](const Tensor& a, const Tensor& b) {
+      if (exact)
+        return same_bits(a, b);
+      for (std::int64_t i = 0; i < a.numel(); ++i)
+        if (std::abs(a.get_f64(i) - b.get_f64(i)) > 1e-6 * (1 + std::abs(b.get_f64(i))))
+          return false;
+      return a.shape() == b.shape();
+    };
+    for (int i = 1; i <= 5; ++i) {
+      const auto in = batch(40 + static_cast<unsigned>(i));
+      const double a = fused.step(in), b = unfused.step(in);
+      EXPECT_TRUE(same(Tensor::scalar(a), Tensor::scalar(b)))
+          << "step " << i << ": " << a << " vs " << b;
+    }
+    for (const auto& [name, value] : fused.params())
+      EXPECT_TRUE(same(value, unfused.params().at(name))) << name;
+    for (const auto& [name, value] : fused.optimizer_state())
+      EXPECT_TRUE(same(value, unfused.optimizer_state().at(name))) << name;
+    const auto writers = update_writers(fused.step_executable());
+    EXPECT_EQ(writers.size(), fused.graph().weights.size());
+    for (ir::OpKind k : writers)
+      EXPECT_EQ(k, ir::OpKind::ElementwiseRegion) << ir::op_name(k);
+    for (ir::OpKind k : update_writers(unfused.step_executable()))
+      EXPECT_NE(k, ir::OpKind::ElementwiseRegion);
+  }
+}
+
 TEST(Trainer, SaveAndLoadResumeBitIdentically) {
   const auto dir = std::filesystem::temp_directory_path() / "rlx_trainer_test";
   std::filesystem::create_directories(dir);

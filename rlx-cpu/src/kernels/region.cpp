@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace rlx::cpu {
 namespace {
@@ -46,6 +47,9 @@ struct Load {
   std::size_t source; ///< index into sources (operand) or constants
   bool constant;      ///< true: from the kernel's own copy of a body constant
   BroadcastPlan plan; ///< the source's element strides over the iteration space
+  /// Every element reads the same source element (a scalar): gathered once per task into a
+  /// register that no other value reuses.
+  bool uniform = false;
 };
 
 /// A result stored at the end of each tile from its value's register.
@@ -127,7 +131,8 @@ Program compile_body(const ir::Graph& body) {
     return p.registers++;
   };
   // Loads run at the start of every tile, before any instruction, so their registers are taken
-  // first; each is freed after its last reader like any other value's.
+  // first; each is freed after its last reader like any other value's, except a uniform load's.
+  std::vector<bool> pinned(body.size(), false);
   std::size_t next_input = 0;
   for (NodeId id : body.ids()) {
     const ir::Node& n = body.node(id);
@@ -148,9 +153,14 @@ Program compile_body(const ir::Graph& body) {
       p.constants.push_back(std::move(vals));
     }
     std::vector<std::vector<std::int64_t>> ins{s.sizes()};
+    Load l{static_cast<int>(id.v), constant ? DType::f32 : s.dtype, source, constant,
+           plan_broadcast(p.dims, ins)};
+    l.uniform = std::all_of(l.plan.strides[0].begin(), l.plan.strides[0].end(),
+                            [](std::int64_t st) { return st == 0; });
     p.homes[id.v] = {Home::reg, take_reg()};
-    p.loads.push_back({static_cast<int>(id.v), constant ? DType::f32 : s.dtype, source, constant,
-                       plan_broadcast(p.dims, ins)});
+    if (l.uniform)
+      pinned[id.v] = true; // filled once per task: its register is never reused
+    p.loads.push_back(std::move(l));
   }
   for (NodeId id : body.ids()) {
     const ir::Node& n = body.node(id);
@@ -167,7 +177,7 @@ Program compile_body(const ir::Graph& body) {
     // Registers of operands read here for the last time are free for the result (an elementwise
     // instruction may write the register it reads).
     for (NodeId o : n.inputs)
-      if (last_use[o.v] == id.v && p.homes[o.v].kind == Home::reg &&
+      if (last_use[o.v] == id.v && p.homes[o.v].kind == Home::reg && !pinned[o.v] &&
           std::count(free_regs.begin(), free_regs.end(), p.homes[o.v].index) == 0)
         free_regs.push_back(p.homes[o.v].index);
     if (direct_output[id.v] >= 0)
@@ -182,8 +192,8 @@ Program compile_body(const ir::Graph& body) {
 
 /// Clones of run_instr per ISA, picked at load time. They name ISA extensions rather than an
 /// -march level (RLX_CPU_MULTIVERSION's "arch=x86-64-v3"): GCC never inlines a function compiled
-/// for another arch, so the per-element math callables would stay out-of-line calls. NOTE: the
-/// loop is still 2-6x slower than the one-op kernels (rlx-cpu/DESIGN.md, "Region loop limits").
+/// for another arch, so the per-element math callables would stay out-of-line calls. The loops
+/// over simd::exp / tanh / erf vectorise only with -fno-trapping-math (rlx-cpu's CMakeLists).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define RLX_REGION_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -256,6 +266,19 @@ RLX_REGION_MULTIVERSION void run_instr(const Instr& in, float* y, const float* a
   }
 }
 
+/// The source element offset of flat index \p begin of the iteration space under \p plan; its
+/// multi-index goes to \p idx (rank entries).
+std::int64_t locate(const BroadcastPlan& plan, std::int64_t begin, std::int64_t* idx) {
+  const auto& st = plan.strides[0];
+  std::int64_t rest = begin, off = 0;
+  for (std::size_t d = plan.dims.size(); d-- > 0;) {
+    idx[d] = rest % plan.dims[d];
+    rest /= plan.dims[d];
+    off += idx[d] * st[d];
+  }
+  return off;
+}
+
 /// Gathers \p len elements of the iteration space from flat index \p begin: element i reads
 /// \p src at the broadcast offset of begin + i under \p plan, converted to float.
 template <class T>
@@ -264,12 +287,7 @@ void gather(const BroadcastPlan& plan, const T* src, std::int64_t begin, std::in
   const std::size_t rank = plan.dims.size();
   const auto& st = plan.strides[0];
   std::int64_t idx[16];
-  std::int64_t rest = begin, off = 0;
-  for (std::size_t d = rank; d-- > 0;) {
-    idx[d] = rest % plan.dims[d];
-    rest /= plan.dims[d];
-    off += idx[d] * st[d];
-  }
+  std::int64_t off = locate(plan, begin, idx);
   const std::int64_t inner = plan.dims[rank - 1], s = st[rank - 1];
   std::int64_t i = 0;
   while (i < len) {
@@ -277,6 +295,8 @@ void gather(const BroadcastPlan& plan, const T* src, std::int64_t begin, std::in
     if (s == 0) {
       const float v = static_cast<float>(src[off]);
       std::fill(out + i, out + i + run, v);
+    } else if (s == 1 && std::is_same_v<T, float>) {
+      std::memcpy(out + i, src + off, static_cast<std::size_t>(run) * sizeof(float));
     } else {
       for (std::int64_t k = 0; k < run; ++k)
         out[i + k] = static_cast<float>(src[off + k * s]);
@@ -293,21 +313,36 @@ void gather(const BroadcastPlan& plan, const T* src, std::int64_t begin, std::in
   }
 }
 
+/// Bytes of one task's slot of the node's scratch: the registers, then a pointer per value.
+std::int64_t slot_bytes(const Program& p) {
+  const auto bytes = static_cast<std::int64_t>(p.registers) * kTile * sizeof(float) +
+                     static_cast<std::int64_t>(p.homes.size() * sizeof(const float*));
+  return (bytes + 63) / 64 * 64;
+}
+
 class RegionKernel final : public Kernel {
 public:
   RegionKernel(Program p, std::vector<const std::byte*> operands, std::vector<std::byte*> outputs,
-               float* scratch)
+               std::byte* scratch)
       : p_(std::move(p)), operands_(std::move(operands)), outputs_(std::move(outputs)),
-        scratch_(scratch) {}
+        scratch_(scratch), slot_(slot_bytes(p_)) {}
 
   void run(ExecContext& ctx) override {
     const std::int64_t tiles = (p_.numel + kTile - 1) / kTile;
     const auto work = static_cast<std::int64_t>(p_.code.size() + p_.loads.size() + 1) * kTile;
     parallel_for_slots(
         ctx, tiles, grain_for(work), [&](std::int64_t t0, std::int64_t t1, int slot) {
-          float* regs = scratch_ + static_cast<std::ptrdiff_t>(slot) * p_.registers * kTile;
+          std::byte* base = scratch_ + static_cast<std::ptrdiff_t>(slot) * slot_;
+          auto* regs = reinterpret_cast<float*>(base);
+          auto** ptr = reinterpret_cast<const float**>(
+              base + static_cast<std::ptrdiff_t>(p_.registers) * kTile * sizeof(float));
+          for (std::size_t v = 0; v < p_.homes.size(); ++v)
+            ptr[v] = regs + static_cast<std::ptrdiff_t>(p_.homes[v].index) * kTile;
+          for (const Load& l : p_.loads) // scalars: once per task
+            if (l.uniform)
+              load(l, regs, 0, std::min(kTile, p_.numel));
           for (std::int64_t t = t0; t < t1; ++t)
-            tile(regs, t * kTile, std::min(kTile, p_.numel - t * kTile));
+            tile(regs, ptr, t * kTile, std::min(kTile, p_.numel - t * kTile));
         });
   }
 
@@ -315,40 +350,65 @@ private:
   Program p_;
   std::vector<const std::byte*> operands_;
   std::vector<std::byte*> outputs_;
-  float* scratch_;
+  std::byte* scratch_;
+  std::int64_t slot_;
 
-  const float* value(float* regs, int v, std::int64_t begin) const {
-    const Home& h = p_.homes[static_cast<std::size_t>(v)];
-    switch (h.kind) {
-    case Home::operand:
-      return reinterpret_cast<const float*>(operands_[static_cast<std::size_t>(h.index)]) + begin;
-    case Home::output:
-      return reinterpret_cast<const float*>(outputs_[static_cast<std::size_t>(h.index)]) + begin;
-    case Home::reg:
-      break;
+  float* reg(float* regs, int v) const {
+    return regs + static_cast<std::ptrdiff_t>(p_.homes[static_cast<std::size_t>(v)].index) * kTile;
+  }
+
+  /// Gathers load \p l for the tile at \p begin into its register.
+  void load(const Load& l, float* regs, std::int64_t begin, std::int64_t len) const {
+    float* dst = reg(regs, l.value);
+    if (l.constant)
+      gather(l.plan, p_.constants[l.source].data(), begin, len, dst);
+    else if (l.dtype == DType::f32)
+      gather(l.plan, reinterpret_cast<const float*>(operands_[l.source]), begin, len, dst);
+    else
+      gather(l.plan, reinterpret_cast<const std::uint8_t*>(operands_[l.source]), begin, len, dst);
+  }
+
+  /// Where load \p l's tile at \p begin can be read in place (an f32 source whose elements for
+  /// the whole tile are contiguous, as a [C] row under a [N, C] region when the tile stays in one
+  /// row), or nullptr.
+  const float* in_place(const Load& l, std::int64_t begin, std::int64_t len) const {
+    if (l.dtype != DType::f32 || l.plan.strides[0].back() != 1)
+      return nullptr;
+    std::int64_t idx[16];
+    const std::int64_t off = locate(l.plan, begin, idx);
+    if (l.plan.dims.back() - idx[l.plan.dims.size() - 1] < len)
+      return nullptr;
+    const float* src = l.constant ? p_.constants[l.source].data()
+                                  : reinterpret_cast<const float*>(operands_[l.source]);
+    return src + off;
+  }
+
+  void tile(float* regs, const float** ptr, std::int64_t begin, std::int64_t len) const {
+    for (std::size_t v = 0; v < p_.homes.size(); ++v) {
+      const Home& h = p_.homes[v];
+      if (h.kind == Home::operand)
+        ptr[v] =
+            reinterpret_cast<const float*>(operands_[static_cast<std::size_t>(h.index)]) + begin;
+      else if (h.kind == Home::output)
+        ptr[v] =
+            reinterpret_cast<const float*>(outputs_[static_cast<std::size_t>(h.index)]) + begin;
     }
-    return regs + static_cast<std::ptrdiff_t>(h.index) * kTile;
-  }
-  float* target(float* regs, int v, std::int64_t begin) const {
-    return const_cast<float*>(value(regs, v, begin));
-  }
-
-  void tile(float* regs, std::int64_t begin, std::int64_t len) const {
     for (const Load& l : p_.loads) {
-      float* dst = target(regs, l.value, begin);
-      if (l.constant)
-        gather(l.plan, p_.constants[l.source].data(), begin, len, dst);
-      else if (l.dtype == DType::f32)
-        gather(l.plan, reinterpret_cast<const float*>(operands_[l.source]), begin, len, dst);
-      else
-        gather(l.plan, reinterpret_cast<const std::uint8_t*>(operands_[l.source]), begin, len, dst);
+      if (l.uniform)
+        continue;
+      const auto v = static_cast<std::size_t>(l.value);
+      if (const float* direct = in_place(l, begin, len)) {
+        ptr[v] = direct;
+      } else {
+        ptr[v] = reg(regs, l.value);
+        load(l, regs, begin, len);
+      }
     }
+    auto at = [&](int v) { return v >= 0 ? ptr[static_cast<std::size_t>(v)] : nullptr; };
     for (const Instr& in : p_.code)
-      run_instr(in, target(regs, in.dst, begin), in.a >= 0 ? value(regs, in.a, begin) : nullptr,
-                in.b >= 0 ? value(regs, in.b, begin) : nullptr,
-                in.c >= 0 ? value(regs, in.c, begin) : nullptr, len);
+      run_instr(in, const_cast<float*>(at(in.dst)), at(in.a), at(in.b), at(in.c), len);
     for (const Store& s : p_.stores) {
-      const float* v = value(regs, s.value, begin);
+      const float* v = at(s.value);
       if (s.dtype == DType::f32) {
         std::memcpy(reinterpret_cast<float*>(outputs_[s.output]) + begin, v,
                     static_cast<std::size_t>(len) * sizeof(float));
@@ -370,9 +430,7 @@ bool accepts_region(const NodeView& n) {
 }
 
 std::int64_t region_scratch(const NodeView& n) {
-  const Program p = compile_body(body_of(n));
-  return static_cast<std::int64_t>(std::max(n.threads, 1)) * p.registers * kTile *
-         static_cast<std::int64_t>(sizeof(float));
+  return static_cast<std::int64_t>(std::max(n.threads, 1)) * slot_bytes(compile_body(body_of(n)));
 }
 
 std::unique_ptr<Kernel> make_region(const LowerContext& c) {
@@ -388,7 +446,7 @@ std::unique_ptr<Kernel> make_region(const LowerContext& c) {
   } else {
     outputs.push_back(c.dst());
   }
-  auto* scratch = reinterpret_cast<float*>(c.scratch(region_scratch(c)));
+  std::byte* scratch = c.scratch(region_scratch(c));
   return std::make_unique<RegionKernel>(std::move(p), std::move(operands), std::move(outputs),
                                         scratch);
 }

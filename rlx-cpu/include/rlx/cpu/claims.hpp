@@ -16,10 +16,9 @@ struct UnclaimedOp {
   std::string_view reason; ///< why the CPU leaves it unclaimed (what handles it instead)
 };
 
-/// The op kinds and dtypes the CPU backend runs natively. With \p elementwise_regions, also
-/// ElementwiseRegion (f32 and bool): the generated region loop, off by default because it is
-/// still slower than the one-op kernels it replaces (rlx-cpu/DESIGN.md, "Region loop limits").
-const ir::ClaimSet& cpu_claims(bool elementwise_regions = false);
+/// The op kinds and dtypes the CPU backend runs natively. With \p elementwise_regions (the
+/// default), also ElementwiseRegion (f32 and bool): the generated region loop (kernels/region.cpp).
+const ir::ClaimSet& cpu_claims(bool elementwise_regions = true);
 
 /// Every op kind of the table the CPU backend deliberately leaves unclaimed, in table order, each
 /// with its reason. Every other op kind is claimed.
