@@ -51,6 +51,7 @@ MatMulSpec gemm_spec(const NodeView& n, bool out) {
   const ir::OpKind bop = n.graph.node(b).op;
   s.pack_b = s.dtype == ir::DType::f32 && (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
   s.b_source = b;
+  s.threads = n.threads;
   return s;
 }
 
@@ -217,10 +218,14 @@ bool accepts_onednn_block(const NodeView& n) {
 bool accepts_openblas_block(const NodeView& n) {
   return n.out().dtype == ir::DType::f32 && block_gemm(n) == GemmImpl::openblas;
 }
+bool accepts_packed_block(const NodeView& n) {
+  return n.out().dtype == ir::DType::f32 && block_gemm(n) == GemmImpl::packed;
+}
 
 constexpr KernelImpl kAttentionBlock[] = {
     {"onednn", accepts_onednn_block, attention_block_scratch, make_attention_block},
-    {"openblas", accepts_openblas_block, attention_block_scratch, make_attention_block}};
+    {"openblas", accepts_openblas_block, attention_block_scratch, make_attention_block},
+    {"packed", accepts_packed_block, attention_block_scratch, make_attention_block}};
 
 } // namespace
 
