@@ -217,6 +217,14 @@ NodeId argmax(Ctx& c) {
   return c.b.op(OpKind::ArgMax, {c.in[0]}, a);
 }
 
+/// TopK: the same selection along the shifted axis; both parts (values, indices) are batched
+/// like the operand.
+NodeId topk(Ctx& c) {
+  ir::TopKAttrs a = c.node.attr<ir::TopKAttrs>();
+  a.axis = axis_after_batch(a.axis, c.rank(0));
+  return c.b.op(OpKind::TopK, {c.in[0]}, a);
+}
+
 /// LayerNorm / RmsNorm: the statistics run over the last axis, which the batch dim never is; a
 /// batched gamma / beta is applied after a norm with unit gamma (the op takes [D] vectors only).
 NodeId norm(Ctx& c) {
@@ -469,6 +477,7 @@ Table make_table() {
   set(t, OpKind::Softmax, softmax_like);
   set(t, OpKind::LogSoftmax, softmax_like);
   set(t, OpKind::ArgMax, argmax);
+  set(t, OpKind::TopK, topk);
   set(t, OpKind::LayerNorm, norm);
   set(t, OpKind::RmsNorm, norm);
   set(t, OpKind::MatMul, matmul);

@@ -93,9 +93,8 @@ CpuRun check(const Graph& g, double tol) {
   const auto all = values_of(g, &in, &params);
   const auto want = ir::reference::evaluate(g, in, params);
   CpuRun last;
-  for (auto provider :
-       {cpu::GemmProvider::onednn, cpu::GemmProvider::automatic, cpu::GemmProvider::openblas,
-        cpu::GemmProvider::packed}) {
+  for (auto provider : {cpu::GemmProvider::onednn, cpu::GemmProvider::automatic,
+                        cpu::GemmProvider::openblas, cpu::GemmProvider::packed}) {
     const cpu::CpuBackend backend(cpu::CpuOptions{provider, 0, false, 0});
     CpuRun fused = run(g, backend, true, all);
     CpuRun plain = run(g, backend, false, all);

@@ -33,6 +33,8 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
     UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
+    UnclaimedOp{K::FusedAttentionBlock, "fused op without an OpenCL kernel yet: the fusion pass "
+                                        "does not run for OpenCL (legalisation decomposes it)"},
     // ---- onnx3: topk, trig (ONNX import; CPU kernels only) ----
     UnclaimedOp{K::TopK, "no OpenCL kernel yet (a per-lane partial sort; CPU only for now)"},
     UnclaimedOp{K::Sinh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},

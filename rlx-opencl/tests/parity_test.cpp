@@ -156,13 +156,17 @@ TEST(Claims, BertMiniFusesDifferentlyForCpuAndOpenCl) {
   EXPECT_EQ(on_cpu[ir::OpKind::ResidualLayerNorm], 2 * c.layers + 1);
   EXPECT_EQ(on_cl[ir::OpKind::ResidualLayerNorm], 2 * c.layers + 1);
   EXPECT_EQ(on_cl[ir::OpKind::LayerNorm], 0);
-  // The shared-input (QKV) fusion runs on the CPU only: Split and the weight Concat.
-  EXPECT_EQ(on_cpu[ir::OpKind::Split], c.layers);
+  // The shared-input (QKV) packing and the attention block run on the CPU only: one
+  // fused_attention_block per layer (packed QKV GEMM, attention, output GEMM; the weight Concat
+  // stays), no Split; OpenCL keeps three Q / K / V products and a plain Attention.
+  EXPECT_EQ(on_cpu[ir::OpKind::FusedAttentionBlock], c.layers);
+  EXPECT_EQ(on_cl[ir::OpKind::FusedAttentionBlock], 0);
+  EXPECT_EQ(on_cpu[ir::OpKind::Split], 0);
   EXPECT_EQ(on_cl[ir::OpKind::Split], 0);
   EXPECT_EQ(on_cl[ir::OpKind::Concat], 0);
   EXPECT_GT(on_cl[ir::OpKind::MatMulBiasAct], on_cpu[ir::OpKind::MatMulBiasAct]);
   // The padding-masked attention fuses on both (OpenCL claims Attention with an i64 mask).
-  EXPECT_EQ(on_cpu[ir::OpKind::Attention], c.layers);
+  EXPECT_EQ(on_cpu[ir::OpKind::Attention], 0);
   EXPECT_EQ(on_cl[ir::OpKind::Attention], c.layers);
   EXPECT_NE(on_cpu, on_cl);
   TensorMap in = runtime::random_inputs(g, sizes, 8);

@@ -418,8 +418,8 @@ public:
     d_ = s[3];
     bshd_ = bshd;
     const double sign = c.node().op == ir::OpKind::RopeGrad ? -1.0 : 1.0; // rope_grad turns back
-    table_ = RopeTable<A>(a.style, a.n_rot == 0 ? d_ : a.n_rot, a.position_offset, a.theta, s_,
-                          sign);
+    table_ =
+        RopeTable<A>(a.style, a.n_rot == 0 ? d_ : a.n_rot, a.position_offset, a.theta, s_, sign);
   }
   void run(ExecContext& ctx) override {
     std::int64_t rows = b_ * s_ * h_;

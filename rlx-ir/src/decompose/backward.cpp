@@ -106,8 +106,9 @@ std::vector<NodeId> attention_grad_by_matmul(Builder& b, NodeId id, const Opts&,
 }
 
 // softmax_cross_entropy_grad(logits, labels, dloss) = dloss_n (softmax(logits_n) -
-// onehot(label_n)). The labels are validated by a Gather of a [C] zero table (an out-of-range label
-// is the Gather's error, as in the forward) whose zeros are added to them.
+// onehot(label_n)). The labels are validated by a Gather of a [C] zero table of the logits' dtype
+// (an out-of-range label is the Gather's error, as in the forward) whose zeros are added to the
+// result, so no integer arithmetic is needed (a backend may claim no integer Add).
 NodeId softmax_cross_entropy_grad_by_softmax(Builder& b, NodeId id, const Opts&, std::string& why) {
   const Node n = node_copy(b, id);
   const NodeId x = n.inputs[0], labels = n.inputs[1], dloss = n.inputs[2];
@@ -120,11 +121,11 @@ NodeId softmax_cross_entropy_grad_by_softmax(Builder& b, NodeId id, const Opts&,
   Tensor iota(Shape::of({1, classes}, ls.dtype));
   for (std::int64_t c = 0; c < classes; ++c)
     iota.set_f64(c, static_cast<double>(c));
-  const NodeId checked =
-      b.add(labels, b.gather(b.constant(Tensor(Shape::of({classes}, ls.dtype))), labels, 0));
+  const NodeId zeros = b.gather(b.constant(Tensor(Shape::of({classes}, xs.dtype))), labels, 0);
   const NodeId onehot =
-      b.cast(b.compare(CmpOp::eq, b.reshape(checked, {ls[0], Dim(1)}), b.constant(iota)), xs.dtype);
-  return b.mul(b.reshape(dloss, {xs[0], Dim(1)}), b.sub(b.softmax(x, -1), onehot));
+      b.cast(b.compare(CmpOp::eq, b.reshape(labels, {ls[0], Dim(1)}), b.constant(iota)), xs.dtype);
+  return b.add(b.mul(b.reshape(dloss, {xs[0], Dim(1)}), b.sub(b.softmax(x, -1), onehot)),
+               b.reshape(zeros, {xs[0], Dim(1)}));
 }
 
 } // namespace
