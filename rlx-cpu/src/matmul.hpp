@@ -18,6 +18,7 @@ namespace rlx::cpu {
 namespace onednn {
 class WeightPacker;
 } // namespace onednn
+struct NodeView;
 
 /// One matrix product out = act(op(a) op(b) + bias) with NumPy batch broadcasting; op transposes
 /// the last two axes when the flag is set. Addresses may be null when only scratch is queried.
@@ -45,6 +46,10 @@ struct MatMulSpec {
   int threads = 1;
 };
 
+/// Sets \p s's weight operand from input \p w of \p n: its sizes and node (b_source), whether it
+/// is packed once (a 2-D f32 Param or Constant; \p s.dtype must be set) and \p n's threads.
+void set_weight_operand(MatMulSpec& s, const NodeView& n, std::size_t w);
+
 /// The GEMM implementations, in preference order.
 enum class GemmImpl : std::uint8_t { onednn, openblas, loop, packed };
 
@@ -59,6 +64,11 @@ GemmImpl choose_gemm(const MatMulSpec& spec, const CpuOptions& opts, int threads
 std::string gemm_choice_note(const MatMulSpec& spec, const CpuOptions& opts, int threads);
 /// The scratch bytes (oneDNN scratchpad) that implementation \p impl needs for \p spec.
 std::int64_t matmul_scratch_bytes(const MatMulSpec& spec, GemmImpl impl);
+
+/// Element offsets of an operand's matrices (each \p matrix elements) for every output batch index
+/// of \p out, row-major over an operand with batch dims \p batch (its dims of 1 broadcast).
+std::vector<std::int64_t> batch_offsets(const std::vector<std::int64_t>& batch,
+                                        const std::vector<std::int64_t>& out, std::int64_t matrix);
 /// Builds the kernel of \p spec with implementation \p impl; \p scratch holds
 /// matmul_scratch_bytes() bytes.
 std::unique_ptr<Kernel> make_matmul_kernel(const MatMulSpec& spec, GemmImpl impl,

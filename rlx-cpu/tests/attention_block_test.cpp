@@ -3,6 +3,7 @@
 // block) and an attention sub-layer spelled as an ONNX export spells it each compile, with fusion
 // on, into one fused_attention_block kernel that matches the reference interpreter and the
 // unfused compile, under each GEMM provider.
+#include "fused_run_testing.hpp"
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/builder.hpp"
@@ -23,45 +24,9 @@ using ir::NodeId;
 using ir::Shape;
 using ir::Tensor;
 
-Tensor random_tensor(const Shape& s, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
-
-struct CpuRun {
-  std::vector<Tensor> out;
-  int kernels = 0;
-  std::string listing;
-  fusion::FusionReport fusion;
-};
-
-CpuRun run(const Graph& g, const cpu::CpuBackend& backend, bool fuse,
-           const ir::reference::TensorMap& values) {
-  compile::CompileOptions o;
-  o.fuse = fuse;
-  CpuRun r;
-  compile::CompileResult c = compile::CompilePipeline(backend, o).run(g);
-  r.fusion = c.fusion;
-  auto exe = backend.compile(c.lir);
-  for (NodeId id : g.inputs())
-    exe->set_input(g.node(id).attr<ir::LeafAttrs>().name,
-                   values.at(g.node(id).attr<ir::LeafAttrs>().name));
-  for (NodeId id : g.params())
-    exe->set_param(g.node(id).attr<ir::LeafAttrs>().name,
-                   values.at(g.node(id).attr<ir::LeafAttrs>().name));
-  exe->execute();
-  exe->execute(); // a second run reuses the planned scratch: same values
-  for (std::size_t i = 0; i < g.outputs().size(); ++i)
-    r.out.push_back(exe->output(i));
-  r.listing = cpu::kernel_listing(*exe);
-  for (char ch : r.listing)
-    r.kernels += ch == '\n';
-  return r;
-}
+using cpu::testing::CpuRun;
+using cpu::testing::random_tensor;
+using cpu::testing::run;
 
 /// Random values for \p g: inputs in [-1, 1] (a padding mask "mask" of 0 / 1 with the last key of
 /// batch row 0 dropped), weights in [-1/4, 1/4].

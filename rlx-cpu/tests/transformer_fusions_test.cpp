@@ -1,6 +1,7 @@
 // transformer_fusions_test.cpp: the transformer fusions through the CPU compile pipeline: a LLaMA
 // FFN (SwiGluMatMul), a SwiGLU of two inputs, and attention spelled as an ONNX export spells it
 // each compile with fusion on into fewer kernels and match the reference interpreter.
+#include "fused_run_testing.hpp"
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/builder.hpp"
@@ -20,46 +21,9 @@ using ir::NodeId;
 using ir::Shape;
 using ir::Tensor;
 
-Tensor random_tensor(const Shape& s, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
-
-struct CpuRun {
-  std::vector<Tensor> out;
-  int kernels = 0;
-  std::string listing;
-  fusion::FusionReport fusion;
-};
-
-/// Compiles \p g for \p backend (fusion on or off), runs it on \p values (inputs and params by
-/// name) and counts its kernels.
-CpuRun run(const Graph& g, const cpu::CpuBackend& backend, bool fuse,
-           const ir::reference::TensorMap& values) {
-  compile::CompileOptions o;
-  o.fuse = fuse;
-  CpuRun r;
-  compile::CompileResult c = compile::CompilePipeline(backend, o).run(g);
-  r.fusion = c.fusion;
-  auto exe = backend.compile(c.lir);
-  for (NodeId id : g.inputs())
-    exe->set_input(g.node(id).attr<ir::LeafAttrs>().name,
-                   values.at(g.node(id).attr<ir::LeafAttrs>().name));
-  for (NodeId id : g.params())
-    exe->set_param(g.node(id).attr<ir::LeafAttrs>().name,
-                   values.at(g.node(id).attr<ir::LeafAttrs>().name));
-  exe->execute();
-  for (std::size_t i = 0; i < g.outputs().size(); ++i)
-    r.out.push_back(exe->output(i));
-  r.listing = cpu::kernel_listing(*exe);
-  for (char ch : r.listing)
-    r.kernels += ch == '\n';
-  return r;
-}
+using cpu::testing::CpuRun;
+using cpu::testing::random_tensor;
+using cpu::testing::run;
 
 /// Runs \p g fused and unfused on the CPU and on the reference; \returns the fused run.
 CpuRun check(const Graph& g, double tol) {

@@ -1405,7 +1405,6 @@ void fused_attention_cases(Table& t) {
   add("causal_gqa", base(4, 2, ir::MaskKind::causal), 2, 6, 16, 8, 16, DType::f64);
 }
 
-
 std::vector<OpCase> build_table() {
   Table t;
   unary_cases(t);

@@ -42,16 +42,11 @@ MatMulSpec gemm_spec(const NodeView& n, bool out) {
   MatMulSpec s;
   const std::size_t w = out ? 2 : 1;
   s.a_sizes = out ? std::vector<std::int64_t>{g.b, g.s, g.hd} : n.in(0).sizes();
-  s.b_sizes = n.in(w).sizes();
   s.out_sizes = out ? n.out().sizes() : std::vector<std::int64_t>{g.b, g.s, g.nt};
   s.transpose_b = out ? a.out_transpose_b : a.qkv_transpose_b;
   s.has_bias = out ? a.out_bias : a.qkv_bias;
   s.dtype = n.out().dtype;
-  const ir::NodeId b = n.node().inputs[w];
-  const ir::OpKind bop = n.graph.node(b).op;
-  s.pack_b = s.dtype == ir::DType::f32 && (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
-  s.b_source = b;
-  s.threads = n.threads;
+  set_weight_operand(s, n, w);
   return s;
 }
 

@@ -90,31 +90,6 @@ struct PackedGeometry {
   std::int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;
 };
 
-/// Row-major offsets of every output batch index into an operand with batch dims \p batch
-/// (broadcast dims step 0), each matrix \p matrix elements.
-std::vector<std::int64_t> offsets(const std::vector<std::int64_t>& batch,
-                                  const std::vector<std::int64_t>& out, std::int64_t matrix) {
-  std::vector<std::int64_t> strides(batch.size(), 0);
-  std::int64_t s = matrix;
-  for (std::size_t d = batch.size(); d-- > 0;) {
-    strides[d] = batch[d] == 1 ? 0 : s;
-    s *= batch[d];
-  }
-  std::int64_t total = 1;
-  for (auto d : out)
-    total *= d;
-  std::vector<std::int64_t> offs(static_cast<std::size_t>(total));
-  for (std::int64_t i = 0; i < total; ++i) {
-    std::int64_t rem = i, off = 0;
-    for (std::size_t d = out.size(); d-- > 0;) {
-      off += (rem % out[d]) * strides[d];
-      rem /= out[d];
-    }
-    offs[static_cast<std::size_t>(i)] = off;
-  }
-  return offs;
-}
-
 PackedGeometry packed_geometry(const MatMulSpec& s) {
   const std::size_t ra = s.a_sizes.size(), rb = s.b_sizes.size(), ro = s.out_sizes.size();
   if (ra < 2 || rb < 2 || ro < 2)
@@ -143,8 +118,8 @@ PackedGeometry packed_geometry(const MatMulSpec& s) {
     g.b_slot = {0};
     return g;
   }
-  g.a_off = offsets(ba, out, g.m * g.k);
-  g.b_off = offsets(bb, out, g.k * g.n);
+  g.a_off = batch_offsets(ba, out, g.m * g.k);
+  g.b_off = batch_offsets(bb, out, g.k * g.n);
   g.mats = static_cast<std::int64_t>(g.a_off.size());
   // Distinct B matrices: each is packed once per run.
   std::vector<std::int64_t> seen;

@@ -13,6 +13,41 @@
 #include <cblas.h>
 
 namespace rlx::cpu {
+
+void set_weight_operand(MatMulSpec& s, const NodeView& n, std::size_t w) {
+  s.b_sizes = n.in(w).sizes();
+  s.b_source = n.node().inputs[w];
+  // Weights (a 2-D Param or Constant) are packed once, into oneDNN's preferred layout or the
+  // packed GEMM's panels.
+  const ir::OpKind bop = n.graph.node(s.b_source).op;
+  s.pack_b = s.dtype == ir::DType::f32 && s.b_sizes.size() == 2 &&
+             (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
+  s.threads = n.threads;
+}
+
+std::vector<std::int64_t> batch_offsets(const std::vector<std::int64_t>& batch,
+                                        const std::vector<std::int64_t>& out, std::int64_t matrix) {
+  std::vector<std::int64_t> strides(batch.size(), 0);
+  std::int64_t s = matrix;
+  for (std::size_t d = batch.size(); d-- > 0;) {
+    strides[d] = batch[d] == 1 ? 0 : s;
+    s *= batch[d];
+  }
+  std::int64_t total = 1;
+  for (auto d : out)
+    total *= d;
+  std::vector<std::int64_t> offs(static_cast<std::size_t>(total));
+  for (std::int64_t i = 0; i < total; ++i) {
+    std::int64_t rem = i, off = 0;
+    for (std::size_t d = out.size(); d-- > 0;) {
+      off += (rem % out[d]) * strides[d];
+      rem /= out[d];
+    }
+    offs[static_cast<std::size_t>(i)] = off;
+  }
+  return offs;
+}
+
 namespace {
 
 /// The shape of a (batched, broadcast) matrix product.
@@ -50,30 +85,6 @@ Geometry geometry(const MatMulSpec& s) {
     b_single = b_single && d == 1;
   g.flat = b_single && !s.transpose_a;
   return g;
-}
-
-/// Element offsets of operand matrices for every output batch index (broadcast batch dims).
-std::vector<std::int64_t> batch_offsets(const std::vector<std::int64_t>& batch,
-                                        const std::vector<std::int64_t>& out, std::int64_t matrix) {
-  std::vector<std::int64_t> strides(batch.size(), 0);
-  std::int64_t s = matrix;
-  for (std::size_t d = batch.size(); d-- > 0;) {
-    strides[d] = batch[d] == 1 ? 0 : s;
-    s *= batch[d];
-  }
-  std::int64_t total = 1;
-  for (auto d : out)
-    total *= d;
-  std::vector<std::int64_t> offs(static_cast<std::size_t>(total));
-  for (std::int64_t i = 0; i < total; ++i) {
-    std::int64_t rem = i, off = 0;
-    for (std::size_t d = out.size(); d-- > 0;) {
-      off += (rem % out[d]) * strides[d];
-      rem /= out[d];
-    }
-    offs[static_cast<std::size_t>(i)] = off;
-  }
-  return offs;
 }
 
 /// Row-major strides of \p sizes.
@@ -362,13 +373,7 @@ MatMulSpec spec_of(const NodeView& n) {
     s.transpose_b = a.transpose_b;
   }
   s.dtype = n.out().dtype;
-  // Weights (a 2-D Param or Constant) are packed once into oneDNN's preferred layout.
-  ir::NodeId b = n.node().inputs[1];
-  ir::OpKind bop = n.graph.node(b).op;
-  s.pack_b = s.dtype == ir::DType::f32 && s.b_sizes.size() == 2 &&
-             (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
-  s.b_source = b;
-  s.threads = n.threads;
+  set_weight_operand(s, n, 1);
   return s;
 }
 

@@ -66,16 +66,11 @@ std::unique_ptr<Kernel> make_swiglu(const LowerContext& c) {
 MatMulSpec gemm_spec(const NodeView& n, std::size_t w, bool gate) {
   MatMulSpec s;
   s.a_sizes = n.in(0).sizes();
-  s.b_sizes = n.in(w).sizes();
   s.out_sizes = n.out().sizes();
   s.transpose_b = !n.node().attr<ir::SwiGluMatMulAttrs>().weights_kn;
   s.dtype = n.out().dtype;
   s.act = gate ? ir::Activation::silu : ir::Activation::none;
-  const ir::NodeId b = n.node().inputs[w];
-  const ir::OpKind bop = n.graph.node(b).op;
-  s.pack_b = s.dtype == ir::DType::f32 && (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
-  s.b_source = b;
-  s.threads = n.threads;
+  set_weight_operand(s, n, w);
   return s;
 }
 
