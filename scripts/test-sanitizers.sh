@@ -32,4 +32,4 @@ export RLX_SANITIZER_BUILD=1
 # the sanitizers, whatever an earlier run left in ~/.cache/pocl.
 rm -rf build-asan/pocl-cache
 export POCL_CACHE_DIR="$PWD/build-asan/pocl-cache"
-ctest --test-dir build-asan --output-on-failure --parallel "$(nproc)" --timeout 900
+bash scripts/run-ctest.sh build-asan --timeout 900
