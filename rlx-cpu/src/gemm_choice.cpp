@@ -1,9 +1,9 @@
 // gemm_choice.cpp: `--gemm auto`: every f32 product shape timed once on oneDNN, OpenBLAS and the
 // packed GEMM (with its epilogue), on buffers of the real shape with the weights packed as the
-// kernel reads them, each in a block after its own warm-up, median; the fastest is cached by shape,
-// transposes, epilogue, packable weights, threads and ISA, in the process and in a record file that
-// later processes read (so every process on a machine makes the same choice: a resumed training run
-// computes bit-identically to an uninterrupted one).
+// kernel reads them, in rounds of blocks, each candidate's fastest call; the fastest candidate is
+// cached by shape, transposes, epilogue, packable weights, threads and ISA, in the process and in a
+// record file that later processes read (so every process on a machine makes the same choice: a
+// resumed training run computes bit-identically to an uninterrupted one).
 #include "gemm_choice.hpp"
 
 #include "onednn.hpp"
@@ -31,10 +31,12 @@
 namespace rlx::cpu {
 namespace {
 
-/// Milliseconds of timed calls spent on one shape at most (after one warm-up call of each
-/// candidate); at least two calls of each are timed.
+/// Milliseconds of timed calls spent on one shape (after one warm-up call of each candidate), when
+/// the product is fast enough; at least one call of each candidate per round is timed.
 constexpr double kPerShapeMs = 12;
-constexpr int kMinReps = 2, kMaxReps = 5;
+/// Rounds of candidate blocks (each candidate's blocks spread over the measuring time) and the most
+/// timed calls in one block.
+constexpr int kRounds = 3, kMaxRepsPerRound = 3;
 
 struct FreeAligned {
   void operator()(std::byte* p) const { std::free(p); }
@@ -110,10 +112,10 @@ double run_ms(Kernel& k, ExecContext& ctx) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+/// The fastest of a candidate's timed calls: what it costs when nothing else wants the cores (a
+/// busy machine only ever adds time).
+double fastest(const std::vector<double>& v) {
+  return *std::min_element(v.begin(), v.end());
 }
 
 /// The TBB pool of \p threads threads the epilogues run on while measuring (kept: creating one
@@ -167,26 +169,37 @@ GemmChoice measure(const MatMulSpec& shape, int threads) {
   ExecContext ctx{&measuring_pool(threads), &stream, threads};
   set_openmp_threads(threads);
   configure_library_threads(1); // as a run sets it: OpenBLAS runs inside our TBB tasks
-  // Each candidate in a block of its own: a warm-up call (first touch of the output, and the hand
-  // over from the other library's pool: TBB workers spin for a while after a task, which starves
-  // the OpenMP threads oneDNN wakes next if the calls were interleaved), then timed calls.
+  // Rounds of blocks: in each round every candidate runs a block of its own (a warm-up call in the
+  // first round: first touch of the output, and the hand over from the other library's pool: TBB
+  // workers spin for a while after a task, which starves the OpenMP threads oneDNN wakes next if
+  // the calls were interleaved), the order rotated from round to round. A candidate's figure is
+  // its fastest timed call: on a shared machine other processes' bursts lengthen whole blocks, and
+  // with one block per candidate and its median (the previous scheme) a burst decided the choice,
+  // which the record file then kept for every later process.
   std::vector<double> t[3];
-  int reps = kMinReps;
-  for (int i : {0, 1, 2}) {
-    if (!cand[i])
-      continue;
-    const double warm = run_ms(*cand[i], ctx);
-    if (i == 0)
-      reps =
-          std::clamp(static_cast<int>(kPerShapeMs / 2 / std::max(warm, 1e-3)), kMinReps, kMaxReps);
-    for (int r = 0; r < reps; ++r)
-      t[i].push_back(run_ms(*cand[i], ctx));
+  int reps = 1;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int j = 0; j < 3; ++j) {
+      const int i = (round + j) % 3;
+      if (!cand[i])
+        continue;
+      if (round == 0) {
+        const double warm = run_ms(*cand[i], ctx);
+        if (j == 0)
+          reps = std::clamp(static_cast<int>(kPerShapeMs / kRounds / 3 / std::max(warm, 1e-3)), 1,
+                            kMaxRepsPerRound);
+      }
+      double best = run_ms(*cand[i], ctx);
+      for (int r = 1; r < reps; ++r)
+        best = std::min(best, run_ms(*cand[i], ctx));
+      t[i].push_back(best);
+    }
   }
   GemmChoice c;
   c.measured = true;
-  c.onednn_ms = median(t[0]);
-  c.openblas_ms = median(t[1]);
-  c.packed_ms = cand[2] ? median(t[2]) : 0;
+  c.onednn_ms = fastest(t[0]);
+  c.openblas_ms = fastest(t[1]);
+  c.packed_ms = cand[2] ? fastest(t[2]) : 0;
   c.impl = c.openblas_ms < c.onednn_ms ? GemmImpl::openblas : GemmImpl::onednn;
   if (cand[2] && c.packed_ms < std::min(c.onednn_ms, c.openblas_ms))
     c.impl = GemmImpl::packed;
@@ -207,7 +220,7 @@ std::string key_of(const MatMulSpec& s, int threads) {
        std::to_string(s.has_bias || s.bias) + std::to_string(static_cast<int>(s.act)) +
        std::to_string(s.pack_b) + ";t" + std::to_string(threads) + ";isa" +
        std::to_string(static_cast<unsigned>(dnnl_get_effective_cpu_isa())) + ";" +
-       packed::isa_name(packed::best_isa()) + ";v2"; // v2: three candidates
+       packed::isa_name(packed::best_isa()) + ";v3"; // v3: three candidates, rounds
   return k;
 }
 

@@ -82,6 +82,37 @@ RLX_CPU_MULTIVERSION float add_sum_squares(float* s, const float* x, const float
   return t;
 }
 
+RLX_CPU_MULTIVERSION float centered_sum_squares(const float* x, float m, std::int64_t n) {
+  float acc[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < kLanes; ++j) {
+      const float v = x[i + j] - m;
+      acc[j] += v * v;
+    }
+  }
+  float t = 0.0f;
+  for (; i < n; ++i)
+    t += (x[i] - m) * (x[i] - m);
+  for (std::int64_t j = 0; j < kLanes; ++j)
+    t += acc[j];
+  return t;
+}
+
+RLX_CPU_MULTIVERSION void center_scale_mul_add(float* y, const float* x, float m, float s,
+                                               const float* g, const float* b, std::int64_t n) {
+  if (b == nullptr) {
+#pragma omp simd
+    for (std::int64_t i = 0; i < n; ++i)
+      y[i] = (x[i] - m) * s * g[i];
+    return;
+  }
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = (x[i] - m) * s * g[i] + b[i];
+}
+
 RLX_CPU_MULTIVERSION float max(const float* x, std::int64_t n) {
   float m = x[0];
   bool nan = false;

@@ -116,6 +116,12 @@ float sum_squares(const float* x, std::int64_t n);
 float add_sum(float* s, const float* x, const float* r, std::int64_t n);
 /// s[i] = x[i] + r[i] for i < n; \returns the sum of squares of the new s (residual + RMSNorm).
 float add_sum_squares(float* s, const float* x, const float* r, std::int64_t n);
+/// Sum of (x[i] - m)² over i < n (LayerNorm's variance, second pass over a cached row).
+float centered_sum_squares(const float* x, float m, std::int64_t n);
+/// y[i] = (x[i] - m) * s * g[i] + b[i] for i < n, without the + b[i] when \p b is null
+/// (LayerNorm's output step).
+void center_scale_mul_add(float* y, const float* x, float m, float s, const float* g,
+                          const float* b, std::int64_t n);
 
 /// max of \p x[0, n) (n ≥ 1; NaN propagates).
 float max(const float* x, std::int64_t n);

@@ -1,8 +1,7 @@
-// norm.cpp: LayerNorm (oneDNN layer_normalization for f32) and RmsNorm (our vectorised,
-// TBB-parallel rows for f32), with double-precision loops for f64.
+// norm.cpp: LayerNorm and RmsNorm: our vectorised, TBB-parallel rows for f32, double-precision
+// loops for the other float types.
 #include "../dtypes.hpp"
 #include "../lower.hpp"
-#include "../onednn.hpp"
 #include "../simd.hpp"
 
 #include <cmath>
@@ -23,46 +22,6 @@ Rows rows_of(const NodeView& n) {
 
 // ---- LayerNorm
 // -----------------------------------------------------------------------------------
-
-struct OnednnLayerNorm {
-  dnnl::memory::desc data, scale;
-  dnnl::layer_normalization_forward::primitive_desc pd;
-};
-
-OnednnLayerNorm onednn_layer_norm(const NodeView& n) {
-  Rows r = rows_of(n);
-  OnednnLayerNorm m;
-  m.data = onednn::plain_md({r.rows, r.d});
-  m.scale = onednn::plain_md({r.d});
-  auto flags = dnnl::normalization_flags::use_scale;
-  if (n.arity() == 3)
-    flags = flags | dnnl::normalization_flags::use_shift;
-  auto eps = static_cast<float>(n.node().attr<ir::NormAttrs>().eps);
-  m.pd = dnnl::layer_normalization_forward::primitive_desc(
-      dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_inference, m.data, eps,
-                                              flags),
-      onednn::user_scratchpad(), onednn::engine());
-  return m;
-}
-
-bool accepts_onednn_ln(const NodeView& n) {
-  return n.out().dtype == ir::DType::f32 && rows_of(n).rows > 0 && rows_of(n).d > 0;
-}
-std::int64_t onednn_ln_scratch(const NodeView& n) {
-  return onednn::scratchpad_bytes(onednn_layer_norm(n).pd);
-}
-std::unique_ptr<Kernel> make_onednn_ln(const LowerContext& c) {
-  OnednnLayerNorm m = onednn_layer_norm(c);
-  onednn::BoundPrimitive p{dnnl::layer_normalization_forward(m.pd)};
-  p.bind(DNNL_ARG_SRC, m.data, c.src(0));
-  p.bind(DNNL_ARG_SCALE, m.scale, c.src(1));
-  if (c.arity() == 3)
-    p.bind(DNNL_ARG_SHIFT, m.scale, c.src(2));
-  p.bind(DNNL_ARG_DST, m.data, c.dst());
-  if (onednn::scratchpad_bytes(m.pd) > 0)
-    p.bind(DNNL_ARG_SCRATCHPAD, m.pd.scratchpad_desc(), c.scratch(onednn::scratchpad_bytes(m.pd)));
-  return std::make_unique<onednn::PrimitiveKernel>(std::move(p), c.out().numel());
-}
 
 /// Any float dtype: per row in double, rows in parallel. \p rms selects RmsNorm.
 template <class T> class NormLoop final : public Kernel {
@@ -121,8 +80,45 @@ template <bool Rms> std::unique_ptr<Kernel> make_norm_loop(const LowerContext& c
   });
 }
 
+/// f32 LayerNorm on our own pool: per row the vectorised mean, the centred sum of squares (the
+/// row still in L1) and the affine output step; rows in parallel. Replaces oneDNN's primitive,
+/// whose OpenMP pool had to wake between two TBB kernels (rlx-cpu DESIGN, "Threading").
+class LayerNormF32 final : public Kernel {
+public:
+  explicit LayerNormF32(const LowerContext& c)
+      : r_(rows_of(c)), eps_(c.node().attr<ir::NormAttrs>().eps),
+        x_(reinterpret_cast<const float*>(c.src(0))), g_(reinterpret_cast<const float*>(c.src(1))),
+        b_(c.arity() == 3 ? reinterpret_cast<const float*>(c.src(2)) : nullptr),
+        y_(reinterpret_cast<float*>(c.dst())) {}
+  void run(ExecContext& ctx) override {
+    const std::int64_t d = r_.d;
+    const double inv_d = 1.0 / static_cast<double>(d);
+    parallel_for(ctx, r_.rows, grain_for(d * 4), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t row = lo; row < hi; ++row) {
+        const float* x = x_ + row * d;
+        const auto mean = static_cast<float>(static_cast<double>(simd::sum(x, d)) * inv_d);
+        const double var = static_cast<double>(simd::centered_sum_squares(x, mean, d)) * inv_d;
+        const auto inv = static_cast<float>(1.0 / std::sqrt(var + eps_));
+        simd::center_scale_mul_add(y_ + row * d, x, mean, inv, g_, b_, d);
+      }
+    });
+  }
+
+private:
+  Rows r_;
+  double eps_;
+  const float* x_;
+  const float* g_;
+  const float* b_;
+  float* y_;
+};
+
+std::unique_ptr<Kernel> make_ln_f32(const LowerContext& c) {
+  return std::make_unique<LayerNormF32>(c);
+}
+
 constexpr KernelImpl kLayerNorm[] = {
-    {"onednn", accepts_onednn_ln, onednn_ln_scratch, make_onednn_ln},
+    {"tbb", accept_f32, nullptr, make_ln_f32},
     {"loop", accept_all, nullptr, make_norm_loop<false>},
 };
 

@@ -1,12 +1,13 @@
 // residual_norm.cpp: the fused residual + norm ops ResidualLayerNorm and ResidualRmsNorm. The sum
 // s = x + r goes into part 0 of the tuple's buffer, the normalised sum into part 1. f32 RMSNorm:
 // one vectorised pass per row writes s and accumulates its sum of squares, a second (the row still
-// in cache) writes the scaled row; f32 LayerNorm: the vectorised sum, then oneDNN's
-// layer_normalization on it; other float types: a double-precision loop. Rows run in parallel
-// (TBB). Like the op's definition, the norm reads the sum as stored (rounded to the dtype).
+// in cache) writes the scaled row; f32 LayerNorm: the same first pass accumulating the row's sum,
+// then the centred sum of squares and the affine output step (all on our TBB pool, no oneDNN
+// primitive whose OpenMP pool would wake between two TBB kernels); other float types: a
+// double-precision loop. Rows run in parallel (TBB). Like the op's definition, the norm reads the
+// sum as stored (rounded to the dtype).
 #include "../dtypes.hpp"
 #include "../lower.hpp"
-#include "../onednn.hpp"
 #include "../simd.hpp"
 
 #include <cmath>
@@ -67,6 +68,37 @@ private:
   ResidualNormArgs a_;
 };
 
+/// f32 ResidualLayerNorm: the sum and its row total in one vectorised pass, then the centred sum of
+/// squares and the affine output step from the sum as stored (the row still in L1); rows in
+/// parallel, all on our own pool.
+class ResidualLayerNormF32 final : public Kernel {
+public:
+  explicit ResidualLayerNormF32(const LowerContext& c) : a_(args_of(c, false)) {}
+  void run(ExecContext& ctx) override {
+    const std::int64_t d = a_.d;
+    const auto* x = reinterpret_cast<const float*>(a_.x);
+    const auto* r = reinterpret_cast<const float*>(a_.r);
+    const auto* g = reinterpret_cast<const float*>(a_.g);
+    const auto* b = reinterpret_cast<const float*>(a_.b);
+    auto* s = reinterpret_cast<float*>(a_.sum);
+    auto* y = reinterpret_cast<float*>(a_.y);
+    const double inv_d = 1.0 / static_cast<double>(d);
+    parallel_for(ctx, a_.rows, grain_for(d * 5), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t row = lo; row < hi; ++row) {
+        const std::int64_t o = row * d;
+        const auto mean =
+            static_cast<float>(static_cast<double>(simd::add_sum(s + o, x + o, r + o, d)) * inv_d);
+        const double var = static_cast<double>(simd::centered_sum_squares(s + o, mean, d)) * inv_d;
+        const auto inv = static_cast<float>(1.0 / std::sqrt(var + a_.eps));
+        simd::center_scale_mul_add(y + o, s + o, mean, inv, g, b, d);
+      }
+    });
+  }
+
+private:
+  ResidualNormArgs a_;
+};
+
 /// Any float type: per row in double, rows in parallel.
 template <class T, bool Rms> class ResidualNormLoop final : public Kernel {
 public:
@@ -108,77 +140,6 @@ private:
   ResidualNormArgs a_;
 };
 
-// ---- f32 ResidualLayerNorm on oneDNN --------------------------------------------------------
-// The sum in one vectorised pass (rows in parallel), then oneDNN's layer_normalization reads it
-// from part 0 and writes part 1. Preferred over our own statistics passes (ResidualNormF32<false>)
-// because oneDNN's JIT normalisation was measured faster than them (rlx-cpu DESIGN, "Transformer
-// fused ops"); the fusion still saves the Add's kernel launch and keeps both results in one buffer.
-
-struct OnednnResidualLn {
-  dnnl::memory::desc data, scale;
-  dnnl::layer_normalization_forward::primitive_desc pd;
-};
-
-OnednnResidualLn onednn_residual_ln(const NodeView& n) {
-  const std::int64_t d = n.in(0).sizes().back();
-  const std::int64_t rows = d == 0 ? 0 : n.in(0).numel() / d;
-  OnednnResidualLn m;
-  m.data = onednn::plain_md({rows, d});
-  m.scale = onednn::plain_md({d});
-  auto flags = dnnl::normalization_flags::use_scale;
-  if (n.arity() == 4)
-    flags = flags | dnnl::normalization_flags::use_shift;
-  const auto eps = static_cast<float>(n.node().attr<ir::NormAttrs>().eps);
-  m.pd = dnnl::layer_normalization_forward::primitive_desc(
-      dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_inference, m.data, eps,
-                                              flags),
-      onednn::user_scratchpad(), onednn::engine());
-  return m;
-}
-
-bool accepts_onednn_residual_ln(const NodeView& n) {
-  const std::int64_t d = n.in(0).sizes().back();
-  return n.in(0).dtype == ir::DType::f32 && d > 0 && n.in(0).numel() > 0;
-}
-std::int64_t onednn_residual_ln_scratch(const NodeView& n) {
-  return onednn::scratchpad_bytes(onednn_residual_ln(n).pd);
-}
-
-class ResidualLayerNormOnednn final : public Kernel {
-public:
-  ResidualLayerNormOnednn(const LowerContext& c, std::unique_ptr<Kernel> ln)
-      : a_(args_of(c, false)), ln_(std::move(ln)) {}
-  void run(ExecContext& ctx) override {
-    const std::int64_t d = a_.d;
-    const auto* x = reinterpret_cast<const float*>(a_.x);
-    const auto* r = reinterpret_cast<const float*>(a_.r);
-    auto* s = reinterpret_cast<float*>(a_.sum);
-    parallel_for(ctx, a_.rows, grain_for(d), [&](std::int64_t lo, std::int64_t hi) {
-      simd::add_sum(s + lo * d, x + lo * d, r + lo * d, (hi - lo) * d); // the sum is unused
-    });
-    ln_->run(ctx);
-  }
-
-private:
-  ResidualNormArgs a_;
-  std::unique_ptr<Kernel> ln_;
-};
-
-std::unique_ptr<Kernel> make_onednn_residual_ln(const LowerContext& c) {
-  OnednnResidualLn m = onednn_residual_ln(c);
-  const ResidualNormArgs a = args_of(c, false);
-  onednn::BoundPrimitive p{dnnl::layer_normalization_forward(m.pd)};
-  p.bind(DNNL_ARG_SRC, m.data, a.sum);
-  p.bind(DNNL_ARG_SCALE, m.scale, c.src(2));
-  if (c.arity() == 4)
-    p.bind(DNNL_ARG_SHIFT, m.scale, c.src(3));
-  p.bind(DNNL_ARG_DST, m.data, a.y);
-  if (onednn::scratchpad_bytes(m.pd) > 0)
-    p.bind(DNNL_ARG_SCRATCHPAD, m.pd.scratchpad_desc(), c.scratch(onednn::scratchpad_bytes(m.pd)));
-  auto ln = std::make_unique<onednn::PrimitiveKernel>(std::move(p), a.rows * a.d);
-  return std::make_unique<ResidualLayerNormOnednn>(c, std::move(ln));
-}
-
 std::unique_ptr<Kernel> make_rms_f32(const LowerContext& c) {
   return std::make_unique<ResidualRmsNormF32>(c);
 }
@@ -197,8 +158,12 @@ bool accepts_f32(const NodeView& n) {
   return n.in(0).dtype == ir::DType::f32;
 }
 
+std::unique_ptr<Kernel> make_ln_f32(const LowerContext& c) {
+  return std::make_unique<ResidualLayerNormF32>(c);
+}
+
 constexpr KernelImpl kResidualLayerNorm[] = {
-    {"onednn", accepts_onednn_residual_ln, onednn_residual_ln_scratch, make_onednn_residual_ln},
+    {"tbb", accepts_f32, nullptr, make_ln_f32},
     {"loop", accept_all, nullptr, make_loop<false>},
 };
 constexpr KernelImpl kResidualRmsNorm[] = {
