@@ -7,8 +7,7 @@
 // or rewrites it exactly (folds, transposes, index offsets) except LayerNorm / RmsNorm with a
 // batched gamma (norm, then scale: one extra rounding), so |vmap - loop| <= 1e-12 (1 + |loop|) is
 // a hundredfold margin over f64 rounding, while a wrong slice, axis or broadcast is an O(1) error.
-#include "fd.hpp"
-#include "op_cases.hpp"
+#include "fd_cases.hpp"
 
 #include "rlx/autodiff/transforms.hpp"
 #include "rlx/autodiff/vmap.hpp"
@@ -29,6 +28,7 @@ using namespace rlx;
 namespace conf = rlx::conformance;
 using autodiff::AutodiffError;
 using autodiff::BatchedInput;
+using autodiff::testing::find_case;
 using ir::Builder;
 using ir::DType;
 using ir::Graph;
@@ -156,13 +156,6 @@ void expect_vmap_matches_loop(const Graph& g, const std::vector<BatchedInput>& b
 }
 
 // ---- the conformance table ----------------------------------------------------------------------
-
-const conf::OpCase& find_case(const std::string& name) {
-  for (const auto& c : conf::op_cases())
-    if (c.name == name)
-      return c;
-  throw std::runtime_error("no case " + name);
-}
 
 std::vector<std::string> batchable_case_names() {
   std::vector<std::string> r;
