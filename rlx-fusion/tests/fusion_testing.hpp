@@ -1,10 +1,11 @@
 // fusion_testing.hpp: helpers of the fusion pass tests: run one registered pass with a claim set
-// and a report, count ops, compare values against the reference interpreter.
+// and a report, count ops, compare values against the reference interpreter, expect a miss.
 #pragma once
 
 #include "rlx/fusion/fusion_passes.hpp"
 #include "rlx/fusion/report.hpp"
 #include "rlx/ir/reference.hpp"
+#include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
 #include "testing/op_samples.hpp"
 
@@ -56,6 +57,18 @@ inline void expect_same_values(const ir::Graph& before, const ir::Graph& after, 
           << "output " << o << " element " << i << ": " << v << " vs " << w;
     }
   }
+}
+
+/// Expects the registered pass \p pass (claims: \p claims, null = everything claimed) to leave
+/// \p g unchanged and report its first miss as \p pattern for \p reason.
+inline void expect_miss(const ir::Graph& g, std::string_view pass, std::string_view pattern,
+                        MissReason reason, const ir::ClaimSet* claims = nullptr) {
+  FusionReport rep;
+  const ir::Graph f = run_pass(g, pass, claims, rep);
+  EXPECT_EQ(f, g) << ir::print(f);
+  ASSERT_FALSE(rep.missed.empty());
+  EXPECT_EQ(rep.missed[0].pattern, pattern);
+  EXPECT_EQ(rep.missed[0].reason, reason) << rep.str();
 }
 
 /// A claim set with every op kind claimed for every dtype except \p drop.
