@@ -9,6 +9,7 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/effect_op.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
@@ -219,22 +220,12 @@ TEST(MarkElementwiseRegions, TwoChainsMeetingAtABinaryOpMerge) {
 }
 
 TEST(MarkElementwiseRegions, NodesWithEffectsNeverJoin) {
-  auto& reg = ir::CustomOpRegistry::global();
-  if (!reg.find("testing.region_effect")) {
-    ir::CustomOpDef def;
-    def.name = "testing.region_effect";
-    def.infer = [](std::span<const Shape> in, const ir::CustomAttrs&) { return in[0]; };
-    def.reference = [](std::span<const ir::Tensor> in, const ir::CustomAttrs&, const Shape&) {
-      return in[0].clone();
-    };
-    def.has_effects = true;
-    reg.add(std::move(def));
-  }
+  ir::testing::register_effect_op();
   Graph g("effects");
   Builder b(g);
   NodeId x = b.input("x", Shape::of({6}));
   NodeId a = b.exp(b.neg(x));
-  NodeId e = b.custom("testing.region_effect", {a});
+  NodeId e = b.custom(ir::testing::kEffectOp, {a});
   b.output(b.relu(b.sin(e)));
   Marked r = mark(g);
   EXPECT_EQ(count(r.after, OpKind::Custom), 1);
