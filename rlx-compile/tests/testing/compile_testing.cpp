@@ -123,4 +123,16 @@ int count_ops(const ir::Graph& g, ir::OpKind k) {
   return n;
 }
 
+void expect_error(std::string_view accepted, const std::function<void()>& run,
+                  std::initializer_list<std::string_view> fragments) {
+  try {
+    run();
+    ADD_FAILURE() << accepted;
+  } catch (const Error& e) {
+    const std::string_view what = e.what();
+    for (std::string_view f : fragments)
+      EXPECT_NE(what.find(f), std::string_view::npos) << "'" << f << "' not in: " << what;
+  }
+}
+
 } // namespace rlx::compile::testing

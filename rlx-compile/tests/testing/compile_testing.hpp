@@ -8,6 +8,7 @@
 #include "testing/workloads.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -56,5 +57,10 @@ ir::Graph expect_rewrite(std::string_view before, std::string_view pipeline, std
 
 /// Number of nodes of kind \p k.
 int count_ops(const ir::Graph& g, ir::OpKind k);
+
+/// Expects \p run to throw rlx::Error with a message holding each of \p fragments; a run that
+/// throws nothing fails the test with \p accepted (what was wrongly accepted).
+void expect_error(std::string_view accepted, const std::function<void()>& run,
+                  std::initializer_list<std::string_view> fragments);
 
 } // namespace rlx::compile::testing
