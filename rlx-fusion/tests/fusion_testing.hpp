@@ -7,6 +7,7 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/count_ops.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
@@ -32,13 +33,7 @@ inline ir::Graph run_pass(const ir::Graph& g, std::string_view pass, const ir::C
   return out;
 }
 
-/// The number of nodes of op \p k in \p g.
-inline int count_ops(const ir::Graph& g, ir::OpKind k) {
-  int n = 0;
-  for (const auto& nd : g.nodes())
-    n += nd.op == k;
-  return n;
-}
+using ir::testing::count_ops;
 
 /// Evaluates \p before and \p after on the same random inputs (seed \p seed) and expects every
 /// output element within \p tol · max(1, |reference|) (0 = bit-identical).

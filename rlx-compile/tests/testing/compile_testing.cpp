@@ -116,13 +116,6 @@ ir::Graph expect_rewrite(std::string_view before, std::string_view pipeline, std
   return out;
 }
 
-int count_ops(const ir::Graph& g, ir::OpKind k) {
-  int n = 0;
-  for (const auto& nd : g.nodes())
-    n += nd.op == k;
-  return n;
-}
-
 void expect_error(std::string_view accepted, const std::function<void()>& run,
                   std::initializer_list<std::string_view> fragments) {
   try {
