@@ -8,6 +8,7 @@
 // batched gamma (norm, then scale: one extra rounding), so |vmap - loop| <= 1e-12 (1 + |loop|) is
 // a hundredfold margin over f64 rounding, while a wrong slice, axis or broadcast is an O(1) error.
 #include "fd_cases.hpp"
+#include "model_testing.hpp"
 
 #include "rlx/autodiff/transforms.hpp"
 #include "rlx/autodiff/vmap.hpp"
@@ -508,13 +509,7 @@ TEST(Vmap, PerExampleGradientsOfALlamaBlockEqualALoop) {
     return b.param(n, Shape::of(s, DType::f64));
   };
   NodeId x = b.gather(p("emb", {vocab, H}), b.input("ids", Shape::of({1, S}, DType::i64)), 0);
-  ir::LlamaBlockAttrs a;
-  a.num_heads = heads;
-  a.num_kv_heads = kv;
-  x = b.llama_block({x, p("attn_norm", {H}), p("wq", {H, H}), p("wk", {kv * H / heads, H}),
-                     p("wv", {kv * H / heads, H}), p("wo", {H, H}), p("ffn_norm", {H}),
-                     p("w_gate", {F, H}), p("w_up", {F, H}), p("w_down", {H, F})},
-                    a);
+  x = autodiff::testing::gqa_llama_block(b, x, {H, heads, kv, F}, p);
   NodeId logits =
       b.matmul(b.reshape(x, {ir::Dim(S), ir::Dim(H)}), p("head", {vocab, H}), false, true);
   NodeId labels = b.input("labels", Shape::of({S}, DType::i64));
