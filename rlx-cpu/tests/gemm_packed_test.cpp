@@ -2,6 +2,7 @@
 // CPU runs (baseline and AVX2 at least on x86-64-v3) against a double-precision product on odd
 // sizes, transposes, batch broadcasting, each epilogue, B packed per run and from a weight copy;
 // then through the backend against the reference interpreter, with weights changed between runs.
+#include "fused_run_testing.hpp"
 #include "gemm_packed.hpp"
 #include "matmul.hpp"
 #include "onednn.hpp"
@@ -313,14 +314,7 @@ TEST(GemmPacked, NonF32IsDeclined) {
 // ---- through the backend
 // -------------------------------------------------------------------------
 
-ir::Tensor random_tensor(const ir::Shape& s, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  ir::Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
+using cpu::testing::random_tensor;
 
 /// relu(x · w1 + b1) · w2ᵀ and a constant product: the listing names the packed GEMM, the result
 /// matches the reference, also after the weights change (the packed copies are refreshed).
