@@ -7,6 +7,7 @@
 // is a chain of a few dozen ops each with an n-term f32 sum (n <= 64), so gamma_n ~ n u ~ 4e-6 per
 // stage, compounded over the chain, stays well below the bound, while a wrong kernel or a wrong
 // plan (an O(1) error) does not.
+#include "model_testing.hpp"
 #include "op_cases.hpp"
 #include "rlx/autodiff/grad.hpp"
 #include "rlx/autodiff/transforms.hpp"
@@ -26,6 +27,7 @@
 namespace {
 
 using namespace rlx;
+using autodiff::testing::xent_head;
 using ir::Builder;
 using ir::Dim;
 using ir::DType;
@@ -101,14 +103,6 @@ void expect_cpu_matches_reference(const Graph& g, std::int64_t int_bound,
                                     int_bound, listing);
 }
 
-NodeId xent_head(Builder& b, NodeId x, std::int64_t tokens, std::int64_t hidden,
-                 std::int64_t classes) {
-  NodeId w = b.param("head_w", Shape::of({classes, hidden}));
-  NodeId labels = b.input("labels", Shape::of({tokens}, DType::i64));
-  NodeId logits = b.matmul(b.reshape(x, {Dim(tokens), Dim(hidden)}), w, false, true);
-  return b.mean(b.softmax_cross_entropy(logits, labels), {});
-}
-
 TEST(CpuGradient, Mlp) {
   Graph g("mlp");
   Builder b(g);
@@ -171,13 +165,7 @@ TEST(CpuGradient, LlamaBlockGqa) {
     return b.param(n, Shape::of(s));
   };
   NodeId x = b.gather(p("emb", {vocab, H}), b.input("ids", Shape::of({B, S}, DType::i64)), 0);
-  ir::LlamaBlockAttrs a;
-  a.num_heads = heads;
-  a.num_kv_heads = kv;
-  x = b.llama_block({x, p("attn_norm", {H}), p("wq", {H, H}), p("wk", {kv * H / heads, H}),
-                     p("wv", {kv * H / heads, H}), p("wo", {H, H}), p("ffn_norm", {H}),
-                     p("w_gate", {F, H}), p("w_up", {F, H}), p("w_down", {H, F})},
-                    a);
+  x = autodiff::testing::gqa_llama_block(b, x, {H, heads, kv, F}, p);
   x = b.rms_norm(x, p("final_norm", {H}), 1e-6);
   b.output(xent_head(b, x, B * S, H, vocab));
   expect_cpu_matches_reference(g, vocab);
@@ -216,13 +204,7 @@ TEST(CpuVmap, PerExampleGradientsOfALlamaBlock) {
     return b.param(n, Shape::of(s));
   };
   NodeId x = b.gather(p("emb", {vocab, H}), b.input("ids", Shape::of({1, S}, DType::i64)), 0);
-  ir::LlamaBlockAttrs a;
-  a.num_heads = heads;
-  a.num_kv_heads = kv;
-  x = b.llama_block({x, p("attn_norm", {H}), p("wq", {H, H}), p("wk", {kv * H / heads, H}),
-                     p("wv", {kv * H / heads, H}), p("wo", {H, H}), p("ffn_norm", {H}),
-                     p("w_gate", {F, H}), p("w_up", {F, H}), p("w_down", {H, F})},
-                    a);
+  x = autodiff::testing::gqa_llama_block(b, x, {H, heads, kv, F}, p);
   b.output(xent_head(b, x, S, H, vocab));
   expect_cpu_per_example_grads(g, 3, vocab);
 }

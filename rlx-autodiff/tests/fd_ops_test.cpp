@@ -7,8 +7,7 @@
 // truncation error is h^2 |f'''| / 6 (below 1e-8 for these inputs) and its rounding error about
 // u |loss| / h ~ 1e-11 |loss|; an O(1) error of a rule (a wrong sign, a missing term, a lost
 // broadcast) exceeds the bound by orders of magnitude.
-#include "fd.hpp"
-#include "op_cases.hpp"
+#include "fd_cases.hpp"
 
 #include "rlx/ir/op.hpp"
 
@@ -20,6 +19,10 @@ namespace {
 
 using namespace rlx;
 namespace conf = rlx::conformance;
+using autodiff::testing::differentiable_case_names;
+using autodiff::testing::f64_values;
+using autodiff::testing::find_case;
+using autodiff::testing::straight_through;
 
 /// The f64 weighted loss of case \p c and its differentiable leaves (none when the case has only
 /// integer operands or outputs).
@@ -33,46 +36,14 @@ case_loss(const conf::OpCase& c) {
   return {std::move(l), std::move(wrt)};
 }
 
-/// Ops whose gradient is straight-through by definition (ops.def), not the derivative: finite
-/// differences of a step function are 0. StraightThrough below checks them.
-bool straight_through(ir::OpKind k) {
-  return k == ir::OpKind::FakeQuantize;
-}
-
-/// The cases of differentiable ops with a float operand and a float result (cheap: no graph is
-/// built, so every test process of the ctest run starts fast); MatchesFiniteDifferences asserts
-/// that each of them has a differentiable leaf.
-std::vector<std::string> differentiable_case_names() {
-  std::vector<std::string> r;
-  for (const auto& c : conf::op_cases()) {
-    if (!ir::is_differentiable(c.op) || ir::is_leaf(c.op) || straight_through(c.op))
-      continue;
-    bool float_in = false;
-    for (const auto& s : c.inputs)
-      float_in = float_in || (ir::is_float(s.type.dtype) && s.name != "mask");
-    const auto* cast = std::get_if<ir::CastAttrs>(&c.attrs);
-    if (float_in && !(cast && !ir::is_float(cast->to)))
-      r.push_back(c.name);
-  }
-  return r;
-}
-
-const conf::OpCase& find_case(const std::string& name) {
-  for (const auto& c : conf::op_cases())
-    if (c.name == name)
-      return c;
-  throw std::runtime_error("no case " + name);
-}
-
 class OpGradient : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OpGradient, MatchesFiniteDifferences) {
   const conf::OpCase& c = find_case(GetParam());
   auto [loss, wrt] = case_loss(c);
   ASSERT_FALSE(wrt.empty());
-  conf::CaseValues v = conf::make_values(c);
-  auto in = autodiff::testing::to_f64(v.inputs), pa = autodiff::testing::to_f64(v.params);
-  auto r = autodiff::testing::check_gradients(loss, in, pa, wrt, 12, 1e-5);
+  const conf::CaseValues v = f64_values(c);
+  auto r = autodiff::testing::check_gradients(loss, v.inputs, v.params, wrt, 12, 1e-5);
   EXPECT_LE(r.max_err, 1e-6) << c.name << ": " << r.worst;
   EXPECT_GT(r.checked, 0);
   EXPECT_LE(r.kinks, 1) << c.name << ": finite differences straddle a kink too often";
@@ -88,9 +59,9 @@ TEST(OpGradient, StraightThroughPassesTheCotangent) {
       continue;
     auto [loss, wrt] = case_loss(c);
     ASSERT_EQ(wrt.size(), 1u) << c.name;
-    conf::CaseValues v = conf::make_values(c);
-    auto in = autodiff::testing::to_f64(v.inputs), pa = autodiff::testing::to_f64(v.params);
-    auto got = ir::reference::evaluate(autodiff::grad_with_loss(loss.loss, wrt), in, pa);
+    const conf::CaseValues v = f64_values(c);
+    auto got =
+        ir::reference::evaluate(autodiff::grad_with_loss(loss.loss, wrt), v.inputs, v.params);
     EXPECT_TRUE(got.at(1).identical(loss.weights.at(0))) << c.name;
   }
 }

@@ -7,6 +7,7 @@
 #include "rlx/autodiff/grad.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/reference.hpp"
+#include "testing/random_tensor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,14 +29,7 @@ using ir::reference::TensorMap;
 constexpr std::int64_t kB = 2, kS = 5, kE = 8, kH = 2, kKvh = 1, kD = 4;
 constexpr std::int64_t kNt = (kH + 2 * kKvh) * kD;
 
-Tensor random(const Shape& s, std::uint64_t seed, double lo = -1, double hi = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
+using ir::testing::uniform_tensor;
 
 ir::FusedAttentionBlockAttrs block_attrs() {
   ir::FusedAttentionBlockAttrs a;
@@ -95,11 +89,11 @@ TEST(FusedAttentionBlockGrad, EqualsTheUnfusedGradientAndFiniteDifferences) {
   const Graph gf = autodiff::grad_with_loss(lf.loss, wrt);
   const Graph gc =
       autodiff::grad_with_loss(lc.loss, autodiff::testing::differentiable_leaves(chain));
-  TensorMap in{{"x", random(Shape::of({kB, kS, kE}, DType::f64), 1)}};
-  TensorMap params{{"w_qkv", random(Shape::of({kNt, kE}, DType::f64), 2, -0.5, 0.5)},
-                   {"w_o", random(Shape::of({kE, kH * kD}, DType::f64), 3, -0.5, 0.5)},
-                   {"b_qkv", random(Shape::of({kNt}, DType::f64), 4)},
-                   {"b_o", random(Shape::of({kE}, DType::f64), 5)}};
+  TensorMap in{{"x", uniform_tensor(Shape::of({kB, kS, kE}, DType::f64), 1)}};
+  TensorMap params{{"w_qkv", uniform_tensor(Shape::of({kNt, kE}, DType::f64), 2, -0.5, 0.5)},
+                   {"w_o", uniform_tensor(Shape::of({kE, kH * kD}, DType::f64), 3, -0.5, 0.5)},
+                   {"b_qkv", uniform_tensor(Shape::of({kNt}, DType::f64), 4)},
+                   {"b_o", uniform_tensor(Shape::of({kE}, DType::f64), 5)}};
   const auto rf = ir::reference::evaluate(gf, in, params);
   const auto rc = ir::reference::evaluate(gc, in, params);
   ASSERT_EQ(rf.size(), rc.size());

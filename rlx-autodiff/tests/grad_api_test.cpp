@@ -6,6 +6,7 @@
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/custom_op.hpp"
 #include "rlx/ir/reference.hpp"
+#include "testing/random_tensor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,14 +29,7 @@ using ir::Shape;
 using ir::Tensor;
 using ir::reference::TensorMap;
 
-Tensor random(const Shape& s, std::uint64_t seed, double lo = -1, double hi = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
+using ir::testing::uniform_tensor;
 
 std::size_t count(const Graph& g, OpKind k) {
   std::size_t n = 0;
@@ -67,9 +61,9 @@ TEST(GradWithLoss, LossFirstThenGradientsInWrtOrder) {
   // The interface is the forward's: same inputs and params.
   EXPECT_EQ(gg.inputs().size(), 1u);
   EXPECT_EQ(gg.params().size(), 2u);
-  TensorMap in{{"x", random(Shape::of({3, 4}, DType::f64), 1)}};
-  TensorMap pa{{"w", random(Shape::of({4, 5}, DType::f64), 2)},
-               {"c", random(Shape::of({5}, DType::f64), 3)}};
+  TensorMap in{{"x", uniform_tensor(Shape::of({3, 4}, DType::f64), 1)}};
+  TensorMap pa{{"w", uniform_tensor(Shape::of({4, 5}, DType::f64), 2)},
+               {"c", uniform_tensor(Shape::of({5}, DType::f64), 3)}};
   auto want_loss = ir::reference::evaluate(g, in, pa).at(0);
   auto out = ir::reference::evaluate(gg, in, pa);
   EXPECT_TRUE(out[0].identical(want_loss));
@@ -115,8 +109,10 @@ TEST(GradWithLoss, NormsAndSoftmaxEmitTheirBackwardOps) {
   EXPECT_EQ(count(gg, OpKind::Rsqrt), 0u);
   EXPECT_EQ(count(gg, OpKind::Get), 5u); // dx, dgamma, dbeta; dx, dgamma
   // The gradients are the finite differences' (the op's decompositions through the reference).
-  TensorMap in{{"w", random(s, 3)}},
-      pa{{"x", random(s, 4)}, {"g1", random(v, 5)}, {"b1", random(v, 6)}, {"g2", random(v, 7)}};
+  TensorMap in{{"w", uniform_tensor(s, 3)}}, pa{{"x", uniform_tensor(s, 4)},
+                                                {"g1", uniform_tensor(v, 5)},
+                                                {"b1", uniform_tensor(v, 6)},
+                                                {"g2", uniform_tensor(v, 7)}};
   const autodiff::testing::WeightedLoss l = autodiff::testing::weighted_sum_loss(g, 11);
   const auto r = autodiff::testing::check_gradients(l, in, pa, autodiff::float_params(g));
   EXPECT_LE(r.max_err, 1e-6) << r.worst;
@@ -152,9 +148,9 @@ TEST(GradWithLoss, AttentionRopeAndCrossEntropyEmitTheirBackwardOps) {
   Tensor labels(Shape::of({20}, DType::i64));
   for (std::int64_t i = 0; i < 20; ++i)
     labels.set_f64(i, static_cast<double>((i * 7) % 4));
-  TensorMap in{{"labels", labels}}, pa{{"q", random(Shape::of({1, 5, 4, 4}, t), 1)},
-                                       {"k", random(Shape::of({1, 5, 2, 4}, t), 2)},
-                                       {"v", random(Shape::of({1, 5, 2, 4}, t), 3)}};
+  TensorMap in{{"labels", labels}}, pa{{"q", uniform_tensor(Shape::of({1, 5, 4, 4}, t), 1)},
+                                       {"k", uniform_tensor(Shape::of({1, 5, 2, 4}, t), 2)},
+                                       {"v", uniform_tensor(Shape::of({1, 5, 2, 4}, t), 3)}};
   const autodiff::testing::WeightedLoss l = autodiff::testing::weighted_sum_loss(g, 11);
   const auto res = autodiff::testing::check_gradients(l, in, pa, autodiff::float_params(g));
   EXPECT_LE(res.max_err, 1e-6) << res.worst;
@@ -192,7 +188,7 @@ TEST(GradWithLoss, WeightGradientOfABatchedMatMulIsOneGemmOverTheRows) {
     Graph gg = autodiff::grad_with_loss(g, {Wrt{"w", true}});
     EXPECT_EQ(count(gg, OpKind::MatMul), 2u) << tb;
     EXPECT_EQ(count(gg, OpKind::Reduce), 1u) << tb; // the loss's sum only
-    TensorMap in{{"x", random(g.shape(x), 8)}}, pa{{"w", random(g.shape(w), 9)}};
+    TensorMap in{{"x", uniform_tensor(g.shape(x), 8)}}, pa{{"w", uniform_tensor(g.shape(w), 9)}};
     const autodiff::testing::WeightedLoss l = autodiff::testing::weighted_sum_loss(g, 11);
     const auto r = autodiff::testing::check_gradients(l, in, pa, {Wrt{"w", true}});
     EXPECT_LE(r.max_err, 1e-6) << tb << ": " << r.worst;
@@ -206,7 +202,7 @@ TEST(GradWithLoss, FanOutAccumulates) {
   NodeId x = b.input("x", Shape::of({6}, DType::f64));
   b.output(b.sum(b.add(b.mul(x, x), b.sin(x)), {}));
   Graph gg = autodiff::grad_with_loss(g, std::vector<NodeId>{x});
-  Tensor xv = random(Shape::of({6}, DType::f64), 4);
+  Tensor xv = uniform_tensor(Shape::of({6}, DType::f64), 4);
   auto out = ir::reference::evaluate(gg, {{"x", xv}});
   for (std::int64_t i = 0; i < 6; ++i)
     EXPECT_NEAR(out[1].get_f64(i), 2 * xv.get_f64(i) + std::cos(xv.get_f64(i)), 1e-14);
@@ -223,9 +219,9 @@ TEST(GradWithLoss, MissingGradientIsAnErrorOrZerosByOption) {
   GradOptions opts;
   opts.on_missing = MissingGradient::zeros;
   Graph gg = autodiff::grad_with_loss(g, {Wrt{"w", true}, Wrt{"c", true}}, opts);
-  auto out = ir::reference::evaluate(gg, {{"x", random(Shape::of({3, 4}, DType::f64), 1)}},
-                                     {{"w", random(Shape::of({4, 5}, DType::f64), 2)},
-                                      {"c", random(Shape::of({5}, DType::f64), 3)}});
+  auto out = ir::reference::evaluate(gg, {{"x", uniform_tensor(Shape::of({3, 4}, DType::f64), 1)}},
+                                     {{"w", uniform_tensor(Shape::of({4, 5}, DType::f64), 2)},
+                                      {"c", uniform_tensor(Shape::of({5}, DType::f64), 3)}});
   EXPECT_TRUE(out[2].identical(Tensor(Shape::of({5}, DType::f64))));
 }
 
@@ -335,8 +331,8 @@ TEST(GradWithLoss, IfTakesTheBackwardOfTheTakenBranch) {
     NodeId p = b.input("p", Shape::scalar(DType::boolean));
     NodeId x = b.input("x", t), y = b.param("y", t);
     b.output(b.if_(p, {x, y}, then_b, else_b));
-    TensorMap in{{"p", Tensor::scalar<bool>(pred)}, {"x", random(t, 5)}};
-    expect_fd(g, in, {{"y", random(t, 6)}});
+    TensorMap in{{"p", Tensor::scalar<bool>(pred)}, {"x", uniform_tensor(t, 5)}};
+    expect_fd(g, in, {{"y", uniform_tensor(t, 6)}});
   }
 }
 
@@ -352,7 +348,7 @@ TEST(GradWithLoss, CustomFnUsesItsVjpBodyOrItsInlinedBody) {
   Builder b(g);
   NodeId x = b.input("x", t);
   b.output(b.custom_fn({x}, body));
-  Tensor xv = random(t, 7);
+  Tensor xv = uniform_tensor(t, 7);
   expect_fd(g, {{"x", xv}}, {});
   // A custom VJP body (deliberately not the derivative: 3 * d_output) is what the gradient uses.
   Graph vjp("vjp");
@@ -380,7 +376,7 @@ TEST(GradWithLoss, SplitAndGet) {
   auto parts = b.parts(b.split(x, 1, {2, 3, 2}));
   NodeId again = b.get(b.graph().node(parts[0]).inputs[0], 2);
   b.output(b.add(b.concat({b.tanh(parts[0]), b.exp(parts[2])}, 1), b.concat({again, again}, 1)));
-  expect_fd(g, {{"x", random(t, 8)}}, {});
+  expect_fd(g, {{"x", uniform_tensor(t, 8)}}, {});
 }
 
 TEST(GradWithLoss, WhileIsUnrolledByThePrepass) {
@@ -410,8 +406,8 @@ TEST(GradWithLoss, WhileIsUnrolledByThePrepass) {
                                       autodiff::float_params(g));
   EXPECT_EQ(count(gg, OpKind::While), 0u);
   for (std::int64_t start : {0, 2, 4}) // 3, 1 and 0 iterations
-    expect_fd(g, {{"i0", Tensor::scalar<std::int64_t>(start)}, {"x", random(t, 12)}},
-              {{"w", random(t, 13)}});
+    expect_fd(g, {{"i0", Tensor::scalar<std::int64_t>(start)}, {"x", uniform_tensor(t, 12)}},
+              {{"w", uniform_tensor(t, 13)}});
 }
 
 TEST(GradWithLoss, FusedResidualNormsAreUnfusedByThePrepass) {
@@ -430,8 +426,8 @@ TEST(GradWithLoss, FusedResidualNormsAreUnfusedByThePrepass) {
   EXPECT_EQ(count(prepared, OpKind::ResidualLayerNorm), 0u);
   EXPECT_EQ(count(prepared, OpKind::ResidualRmsNorm), 0u);
   EXPECT_EQ(count(prepared, OpKind::Get), 0u);
-  expect_fd(g, {{"x", random(t, 21)}, {"r", random(t, 22)}},
-            {{"gamma", random(v, 23, 0.5, 1.5)}, {"beta", random(v, 24)}});
+  expect_fd(g, {{"x", uniform_tensor(t, 21)}, {"r", uniform_tensor(t, 22)}},
+            {{"gamma", uniform_tensor(v, 23, 0.5, 1.5)}, {"beta", uniform_tensor(v, 24)}});
 }
 
 TEST(GradWithLoss, HirBlocksAreLoweredFirst) {
@@ -444,9 +440,9 @@ TEST(GradWithLoss, HirBlocksAreLoweredFirst) {
   Graph gg = autodiff::grad_with_loss(autodiff::testing::weighted_sum_loss(g, 1).loss,
                                       autodiff::float_params(g));
   EXPECT_EQ(count(gg, OpKind::Linear), 0u);
-  expect_fd(g, {{"x", random(Shape::of({3, 4}, DType::f64), 9)}},
-            {{"w", random(Shape::of({5, 4}, DType::f64), 10)},
-             {"b", random(Shape::of({5}, DType::f64), 11)}});
+  expect_fd(g, {{"x", uniform_tensor(Shape::of({3, 4}, DType::f64), 9)}},
+            {{"w", uniform_tensor(Shape::of({5, 4}, DType::f64), 10)},
+             {"b", uniform_tensor(Shape::of({5}, DType::f64), 11)}});
 }
 
 } // namespace

@@ -2,8 +2,7 @@
 // directions for every conformance case of a differentiable op (f64, reference interpreter); hvp
 // (forward over reverse) against central differences of the gradient, per op family and on the
 // whole models. Tolerance as fd_ops_test: 1e-6 relative (h = 1e-5 in f64).
-#include "fd.hpp"
-#include "op_cases.hpp"
+#include "fd_cases.hpp"
 
 #include "rlx/autodiff/jvp.hpp"
 #include "rlx/ir/builder.hpp"
@@ -18,6 +17,8 @@ namespace {
 using namespace rlx;
 namespace conf = rlx::conformance;
 using autodiff::Wrt;
+using autodiff::testing::differentiable_case_names;
+using autodiff::testing::find_case;
 using ir::Builder;
 using ir::DType;
 using ir::Graph;
@@ -33,32 +34,6 @@ TEST(JvpTable, EveryDifferentiableOpHasARule) {
   });
 }
 
-bool straight_through(ir::OpKind k) {
-  return k == ir::OpKind::FakeQuantize;
-}
-
-std::vector<std::string> case_names() {
-  std::vector<std::string> r;
-  for (const auto& c : conf::op_cases()) {
-    if (!ir::is_differentiable(c.op) || ir::is_leaf(c.op) || straight_through(c.op))
-      continue;
-    bool float_in = false;
-    for (const auto& s : c.inputs)
-      float_in = float_in || (ir::is_float(s.type.dtype) && s.name != "mask");
-    const auto* cast = std::get_if<ir::CastAttrs>(&c.attrs);
-    if (float_in && !(cast && !ir::is_float(cast->to)))
-      r.push_back(c.name);
-  }
-  return r;
-}
-
-const conf::OpCase& find_case(const std::string& name) {
-  for (const auto& c : conf::op_cases())
-    if (c.name == name)
-      return c;
-  throw std::runtime_error("no case " + name);
-}
-
 class OpJvp : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OpJvp, MatchesFiniteDifferences) {
@@ -67,16 +42,15 @@ TEST_P(OpJvp, MatchesFiniteDifferences) {
   Graph g = autodiff::testing::to_f64(conf::build_graph(c));
   auto wrt = autodiff::testing::differentiable_leaves(g);
   ASSERT_FALSE(wrt.empty());
-  conf::CaseValues v = conf::make_values(c);
-  auto in = autodiff::testing::to_f64(v.inputs), pa = autodiff::testing::to_f64(v.params);
-  auto r = autodiff::testing::check_jvp(g, in, pa, wrt);
+  const conf::CaseValues v = autodiff::testing::f64_values(c);
+  auto r = autodiff::testing::check_jvp(g, v.inputs, v.params, wrt);
   EXPECT_LE(r.max_err, 1e-6) << c.name << ": " << r.worst;
   EXPECT_GT(r.checked, 0);
   // a kink (or sqrt's steepness near 0) within h of an element: rare, at most 1 in 1000
   EXPECT_LE(r.kinks, 2 + r.checked / 1000) << c.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Conformance, OpJvp, ::testing::ValuesIn(case_names()),
+INSTANTIATE_TEST_SUITE_P(Conformance, OpJvp, ::testing::ValuesIn(differentiable_case_names()),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 TEST(Jvp, InterfaceAndZeroTangents) {

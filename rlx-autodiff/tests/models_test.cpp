@@ -5,6 +5,7 @@
 // and their Hessian-vector products (hvp, forward over reverse) against differences of the
 // gradient.
 #include "fd.hpp"
+#include "model_testing.hpp"
 
 #include "rlx/ir/builder.hpp"
 
@@ -99,12 +100,10 @@ void expect_model_gradients(const Graph& g, std::int64_t int_bound, std::int64_t
 }
 
 /// mean(cross_entropy(x [B, S, H] W_outᵀ, labels)).
+/// The f64 cross-entropy head (model_testing.hpp).
 NodeId xent_head(Builder& b, NodeId x, std::int64_t tokens, std::int64_t hidden,
                  std::int64_t classes) {
-  NodeId w = b.param("head_w", Shape::of({classes, hidden}, f64));
-  NodeId labels = b.input("labels", Shape::of({tokens}, DType::i64));
-  NodeId logits = b.matmul(b.reshape(x, {Dim(tokens), Dim(hidden)}), w, false, true);
-  return b.mean(b.softmax_cross_entropy(logits, labels), {});
+  return autodiff::testing::xent_head(b, x, tokens, hidden, classes, f64);
 }
 
 TEST(ModelGradients, Mlp) {
@@ -151,7 +150,6 @@ TEST(ModelGradients, BertMiniOneLayer) {
 
 TEST(ModelGradients, LlamaBlockGqa) {
   const std::int64_t B = 2, S = 6, H = 16, heads = 4, kv_heads = 2, F = 24, vocab = 13;
-  const std::int64_t hd = H / heads;
   Graph g("llama_gqa");
   Builder b(g);
   NodeId ids = b.input("ids", Shape::of({B, S}, DType::i64));
@@ -159,13 +157,7 @@ TEST(ModelGradients, LlamaBlockGqa) {
     return b.param(n, Shape::of(s, f64));
   };
   NodeId x = b.gather(p("emb", {vocab, H}), ids, 0);
-  ir::LlamaBlockAttrs a;
-  a.num_heads = heads;
-  a.num_kv_heads = kv_heads;
-  x = b.llama_block({x, p("attn_norm", {H}), p("wq", {H, H}), p("wk", {kv_heads * hd, H}),
-                     p("wv", {kv_heads * hd, H}), p("wo", {H, H}), p("ffn_norm", {H}),
-                     p("w_gate", {F, H}), p("w_up", {F, H}), p("w_down", {H, F})},
-                    a);
+  x = autodiff::testing::gqa_llama_block(b, x, {H, heads, kv_heads, F}, p);
   x = b.rms_norm(x, p("final_norm", {H}), 1e-6);
   b.output(xent_head(b, x, B * S, H, vocab));
   expect_model_gradients(g, vocab, 6);

@@ -7,8 +7,8 @@
 // or rewrites it exactly (folds, transposes, index offsets) except LayerNorm / RmsNorm with a
 // batched gamma (norm, then scale: one extra rounding), so |vmap - loop| <= 1e-12 (1 + |loop|) is
 // a hundredfold margin over f64 rounding, while a wrong slice, axis or broadcast is an O(1) error.
-#include "fd.hpp"
-#include "op_cases.hpp"
+#include "fd_cases.hpp"
+#include "model_testing.hpp"
 
 #include "rlx/autodiff/transforms.hpp"
 #include "rlx/autodiff/vmap.hpp"
@@ -16,6 +16,7 @@
 #include "rlx/ir/decompose.hpp"
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/random_tensor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -29,6 +30,7 @@ using namespace rlx;
 namespace conf = rlx::conformance;
 using autodiff::AutodiffError;
 using autodiff::BatchedInput;
+using autodiff::testing::find_case;
 using ir::Builder;
 using ir::DType;
 using ir::Graph;
@@ -157,13 +159,6 @@ void expect_vmap_matches_loop(const Graph& g, const std::vector<BatchedInput>& b
 
 // ---- the conformance table ----------------------------------------------------------------------
 
-const conf::OpCase& find_case(const std::string& name) {
-  for (const auto& c : conf::op_cases())
-    if (c.name == name)
-      return c;
-  throw std::runtime_error("no case " + name);
-}
-
 std::vector<std::string> batchable_case_names() {
   std::vector<std::string> r;
   for (const auto& c : conf::op_cases()) {
@@ -270,14 +265,7 @@ TEST(VmapTable, EveryBatchableOpHasAConformanceCase) {
 
 // ---- graphs -------------------------------------------------------------------------------------
 
-Tensor random(const Shape& s, std::uint64_t seed, double lo = -1, double hi = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
+using ir::testing::uniform_tensor;
 
 /// A per-example MLP loss: x [1, 4], label y (i64 [1]); W1 [4, 5], b1 [5], W2 [5, 3].
 Graph mlp() {
@@ -297,12 +285,12 @@ Graph mlp() {
 TEST(Vmap, PerExampleGradientsEqualALoopOfGradients) {
   Graph g = mlp();
   Graph gg = autodiff::grad_with_loss(g, autodiff::float_params(g));
-  TensorMap params{{"w1", random(Shape::of({4, 5}, DType::f64), 1)},
-                   {"b1", random(Shape::of({5}, DType::f64), 2)},
-                   {"w2", random(Shape::of({5, 3}, DType::f64), 3)}};
+  TensorMap params{{"w1", uniform_tensor(Shape::of({4, 5}, DType::f64), 1)},
+                   {"b1", uniform_tensor(Shape::of({5}, DType::f64), 2)},
+                   {"w2", uniform_tensor(Shape::of({5, 3}, DType::f64), 3)}};
   std::vector<TensorMap> slices;
   for (std::int64_t k = 0; k < 4; ++k)
-    slices.push_back({{"x", random(Shape::of({1, 4}, DType::f64), 10 + k)},
+    slices.push_back({{"x", uniform_tensor(Shape::of({1, 4}, DType::f64), 10 + k)},
                       {"y", Tensor::from<std::int64_t>({1}, {k % 3})}});
   expect_vmap_matches_loop(gg, {{"x", 0}, {"y", 0}}, 0, slices, params, "per-example grads");
   // The same with the batch axis of x in the middle and the outputs' batch dim last.
@@ -316,13 +304,13 @@ TEST(Vmap, PerExampleGradientsWithRespectToPromotedWeights) {
   EXPECT_EQ(g.params().size(), 1u);
   EXPECT_TRUE(g.find_leaf("w1").valid());
   Graph gg = autodiff::grad_with_loss(g, {{"w1", false}, {"w2", false}, {"b1", true}});
-  TensorMap params{{"b1", random(Shape::of({5}, DType::f64), 2)}};
+  TensorMap params{{"b1", uniform_tensor(Shape::of({5}, DType::f64), 2)}};
   std::vector<TensorMap> slices;
   for (std::int64_t k = 0; k < 3; ++k)
-    slices.push_back({{"x", random(Shape::of({1, 4}, DType::f64), 10 + k)},
+    slices.push_back({{"x", uniform_tensor(Shape::of({1, 4}, DType::f64), 10 + k)},
                       {"y", Tensor::from<std::int64_t>({1}, {k})},
-                      {"w1", random(Shape::of({4, 5}, DType::f64), 20 + k)},
-                      {"w2", random(Shape::of({5, 3}, DType::f64), 30 + k)}});
+                      {"w1", uniform_tensor(Shape::of({4, 5}, DType::f64), 20 + k)},
+                      {"w2", uniform_tensor(Shape::of({5, 3}, DType::f64), 30 + k)}});
   expect_vmap_matches_loop(gg, {{"x", 0}, {"y", 0}, {"w1", 0}, {"w2", 2}}, 0, slices, params,
                            "per-example weights");
 }
@@ -344,11 +332,11 @@ TEST(Vmap, IfWithSharedAndBatchedPredicate) {
   NodeId s = b.param("s", Shape::of({3}, DType::f64));
   NodeId y = b.if_(p, {x, s}, branch(true), branch(false));
   b.output(b.sum(y, {}));
-  TensorMap params{{"s", random(Shape::of({3}, DType::f64), 5)}};
+  TensorMap params{{"s", uniform_tensor(Shape::of({3}, DType::f64), 5)}};
   std::vector<TensorMap> slices;
   for (std::int64_t k = 0; k < 3; ++k)
-    slices.push_back(
-        {{"p", Tensor::scalar<bool>(k != 1)}, {"x", random(Shape::of({3}, DType::f64), 40 + k)}});
+    slices.push_back({{"p", Tensor::scalar<bool>(k != 1)},
+                      {"x", uniform_tensor(Shape::of({3}, DType::f64), 40 + k)}});
   // The predicate shared: an If of the vmapped branches stays.
   Graph v = autodiff::vmap(g, {{"x", 0}});
   EXPECT_EQ(std::count_if(v.nodes().begin(), v.nodes().end(),
@@ -384,7 +372,7 @@ TEST(Vmap, WhileCarryingABatchedValue) {
   b.output(b.while_({b.scalar(0, DType::i64), x, n}, cond, body, 4, 1));
   std::vector<TensorMap> slices;
   for (std::int64_t k = 0; k < 3; ++k)
-    slices.push_back({{"x", random(Shape::of({2}, DType::f64), 50 + k, -0.5, 0.5)},
+    slices.push_back({{"x", uniform_tensor(Shape::of({2}, DType::f64), 50 + k, -0.5, 0.5)},
                       {"n", Tensor::scalar<std::int64_t>(k + 1)}});
   auto whiles = [](const Graph& v) {
     return std::count_if(v.nodes().begin(), v.nodes().end(),
@@ -455,7 +443,7 @@ TEST(Vmap, BatchedGatherIndexOutOfRangeStaysAnError) {
   autodiff::VmapOptions o;
   o.size = 2;
   Graph v = autodiff::vmap(g, {{"t", 0}, {"i", 0}}, o);
-  Tensor tv = random(Shape::of({2, 4, 2}, DType::f64), 1);
+  Tensor tv = uniform_tensor(Shape::of({2, 4, 2}, DType::f64), 1);
   EXPECT_NO_THROW(ir::reference::evaluate(
       v, {{"t", tv}, {"i", Tensor::from<std::int64_t>({2, 2}, {0, 3, 1, 2})}}));
   EXPECT_THROW(ir::reference::evaluate(
@@ -489,7 +477,7 @@ TEST(Vmap, SymbolicBatchWithAnInferredReshapeDim) {
   b.output(b.exp(b.reshape(x, {ir::Dim(-1)})));
   std::vector<TensorMap> slices;
   for (std::int64_t k = 0; k < 4; ++k)
-    slices.push_back({{"x", random(Shape::of({2, 3}, DType::f64), 60 + k)}});
+    slices.push_back({{"x", uniform_tensor(Shape::of({2, 3}, DType::f64), 60 + k)}});
   Graph v = autodiff::vmap(g, {{"x", 1}});
   EXPECT_EQ(v.shape(v.outputs()[0]).str(), "[vmap_batch, 6] f64");
   TensorMap stacked{
@@ -511,17 +499,11 @@ TEST(Vmap, PerExampleGradientsOfALlamaBlockEqualALoop) {
   TensorMap params;
   std::uint64_t seed = 100;
   auto p = [&](const std::string& n, std::vector<std::int64_t> s) {
-    params[n] = random(Shape::of(s, DType::f64), seed++, -0.5, 0.5);
+    params[n] = uniform_tensor(Shape::of(s, DType::f64), seed++, -0.5, 0.5);
     return b.param(n, Shape::of(s, DType::f64));
   };
   NodeId x = b.gather(p("emb", {vocab, H}), b.input("ids", Shape::of({1, S}, DType::i64)), 0);
-  ir::LlamaBlockAttrs a;
-  a.num_heads = heads;
-  a.num_kv_heads = kv;
-  x = b.llama_block({x, p("attn_norm", {H}), p("wq", {H, H}), p("wk", {kv * H / heads, H}),
-                     p("wv", {kv * H / heads, H}), p("wo", {H, H}), p("ffn_norm", {H}),
-                     p("w_gate", {F, H}), p("w_up", {F, H}), p("w_down", {H, F})},
-                    a);
+  x = autodiff::testing::gqa_llama_block(b, x, {H, heads, kv, F}, p);
   NodeId logits =
       b.matmul(b.reshape(x, {ir::Dim(S), ir::Dim(H)}), p("head", {vocab, H}), false, true);
   NodeId labels = b.input("labels", Shape::of({S}, DType::i64));
@@ -578,8 +560,8 @@ TEST(Vmap, CustomFnKeepsItsVjpBody) {
     total.set_outputs({tb.sum(total.outputs()[0], {})});
   }
   Graph gt = autodiff::grad_with_loss(total, {{"x", false}, {"w", true}});
-  Tensor xs = random(Shape::of({4, 3}, DType::f64), 70),
-         wv = random(Shape::of({3}, DType::f64), 71);
+  Tensor xs = uniform_tensor(Shape::of({4, 3}, DType::f64), 70),
+         wv = uniform_tensor(Shape::of({3}, DType::f64), 71);
   auto got = ir::reference::evaluate(gt, {{"x", xs}}, {{"w", wv}});
   Graph g1 = autodiff::grad_with_loss(g, {{"x", false}, {"w", true}});
   Tensor dw(Shape::of({3}, DType::f64));

@@ -7,6 +7,7 @@
 #include "lower.hpp"
 #include "onednn.hpp"
 #include "pools.hpp"
+#include "rlx/compile/lir_check.hpp"
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/cpu/claims.hpp"
 #include "rlx/ir/error.hpp"
@@ -154,21 +155,9 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend,
 }
 
 void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
-  if (lir.stage() != ir::Stage::lir)
-    throw Error("rlx-cpu: compile needs an LIR module (MIR + memory plan), got " +
-                std::string(ir::stage_name(lir.stage())));
+  compile::check_compilable(lir, "rlx-cpu", backend.alignment());
   const ir::Graph& g = lir.graph();
   const ir::MemoryPlan& plan = lir.plan();
-  if (plan.assignments.size() != g.size())
-    throw Error("rlx-cpu: the memory plan has " + std::to_string(plan.assignments.size()) +
-                " slots for " + std::to_string(g.size()) + " nodes");
-  if (plan.alignment % backend.alignment() != 0)
-    throw Error("rlx-cpu: the memory plan's alignment " + std::to_string(plan.alignment) +
-                " is not a multiple of the backend's " + std::to_string(backend.alignment()));
-  for (ir::NodeId id : g.ids())
-    if (!g.shape(id).is_static())
-      throw Error("rlx-cpu: " + ir::describe(g, id) + " has symbolic type " + g.shape(id).str() +
-                  "; bind the symbols before compiling");
 
   // The arena, allocated once: zero pages committed only where touched, so the Param slots the
   // plan reserves (Params are read from the weight region) cost no memory.

@@ -17,7 +17,13 @@ enum class Isa : std::uint8_t { baseline, avx2, avx512 };
 const char* isa_name(Isa isa);
 /// Whether this CPU (and OS) runs \p isa's code.
 bool isa_supported(Isa isa);
-/// The widest supported instruction set (`RLX_GEMM_ISA=baseline|avx2|avx512` caps it).
+/// The cap named by \p value, the value of `RLX_GEMM_ISA`: null or empty means no cap (avx512).
+/// Throws rlx::Error naming the accepted values (baseline, avx2, avx512) for any other value.
+Isa isa_cap(const char* value);
+/// The widest instruction set this CPU runs that is no wider than \p cap.
+Isa widest_supported(Isa cap);
+/// The widest supported instruction set, capped by `RLX_GEMM_ISA=baseline|avx2|avx512` (read
+/// once, on the first call; a bad value throws rlx::Error from every call).
 Isa best_isa();
 
 /// One block of C = A · B (+ bias, then the epilogue) computed by gemm_block(): rows [i0, i1) and

@@ -30,9 +30,8 @@ using cpu::testing::run;
 
 /// Random values for \p g: inputs in [-1, 1] (a padding mask "mask" of 0 / 1 with the last key of
 /// batch row 0 dropped), weights in [-1/4, 1/4].
-ir::reference::TensorMap values_of(const Graph& g, ir::reference::TensorMap* in,
-                                   ir::reference::TensorMap* params) {
-  ir::reference::TensorMap all;
+cpu::testing::LeafValues values_of(const Graph& g) {
+  cpu::testing::LeafValues v;
   std::uint64_t seed = 11;
   for (NodeId id : g.inputs()) {
     const auto& l = g.node(id).attr<ir::LeafAttrs>();
@@ -42,35 +41,24 @@ ir::reference::TensorMap values_of(const Graph& g, ir::reference::TensorMap* in,
         t.set_f64(i, 1.0);
       t.set_f64(l.shape.dims[1].size() - 1, 0.0);
     }
-    all[l.name] = (*in)[l.name] = t;
+    v.all[l.name] = v.inputs[l.name] = t;
   }
   for (NodeId id : g.params()) {
     const auto& l = g.node(id).attr<ir::LeafAttrs>();
-    all[l.name] = (*params)[l.name] = random_tensor(l.shape, seed++, -0.25, 0.25);
+    v.all[l.name] = v.params[l.name] = random_tensor(l.shape, seed++, -0.25, 0.25);
   }
-  return all;
+  return v;
 }
 
 /// Runs \p g fused and unfused under each GEMM provider and against the reference; \returns the
 /// fused run of the last provider.
 CpuRun check(const Graph& g, double tol) {
-  ir::reference::TensorMap in, params;
-  const auto all = values_of(g, &in, &params);
-  const auto want = ir::reference::evaluate(g, in, params);
-  CpuRun last;
-  for (auto provider : {cpu::GemmProvider::onednn, cpu::GemmProvider::automatic,
-                        cpu::GemmProvider::openblas, cpu::GemmProvider::packed}) {
-    const cpu::CpuBackend backend(cpu::CpuOptions{provider, 0, false, 0});
-    CpuRun fused = run(g, backend, true, all);
-    CpuRun plain = run(g, backend, false, all);
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      EXPECT_LE(ir::max_abs_diff(fused.out[i], want[i]), tol) << fused.listing;
-      EXPECT_LE(ir::max_abs_diff(plain.out[i], want[i]), tol);
-    }
-    EXPECT_LT(fused.kernels, plain.kernels) << fused.listing << "\n" << plain.listing;
-    last = std::move(fused);
-  }
-  return last;
+  std::initializer_list<cpu::CpuOptions> providers = {
+      cpu::CpuOptions{cpu::GemmProvider::onednn, 0, false, 0},
+      cpu::CpuOptions{cpu::GemmProvider::automatic, 0, false, 0},
+      cpu::CpuOptions{cpu::GemmProvider::openblas, 0, false, 0},
+      cpu::CpuOptions{cpu::GemmProvider::packed, 0, false, 0}};
+  return cpu::testing::check_fused(g, tol, values_of(g), providers);
 }
 
 int fused_blocks(const CpuRun& r) {
@@ -135,10 +123,9 @@ TEST(CpuAttentionBlock, LongSequenceSeveralQueryBlocksAndKeyTiles) {
 
 TEST(CpuAttentionBlock, F64IsNotClaimedAndRunsUnfused) {
   const Graph g = hir_block(ir::MaskKind::causal, 2, true, true, DType::f64);
-  ir::reference::TensorMap in, params;
-  const auto all = values_of(g, &in, &params);
-  const auto want = ir::reference::evaluate(g, in, params);
-  CpuRun r = run(g, cpu::CpuBackend(), true, all);
+  const auto v = values_of(g);
+  const auto want = ir::reference::evaluate(g, v.inputs, v.params);
+  CpuRun r = run(g, cpu::CpuBackend(), true, v.all);
   EXPECT_EQ(fused_blocks(r), 0) << r.listing;
   EXPECT_EQ(r.fusion.missed.empty(), false) << r.fusion.str();
   EXPECT_LE(ir::max_abs_diff(r.out[0], want[0]), 1e-12);

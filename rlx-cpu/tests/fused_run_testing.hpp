@@ -1,11 +1,15 @@
-// fused_run_testing.hpp: what the fused-op tests of rlx-cpu share: seeded random tensors and one
-// compile + run of a graph through the CPU pipeline (fusion on or off) with its kernel count.
+// fused_run_testing.hpp: what the fused-op tests of rlx-cpu share: seeded random tensors and leaf
+// values, one compile + run of a graph through the CPU pipeline (fusion on or off) with its kernel
+// count, and the fused-against-unfused-against-reference check under several backends.
 #pragma once
 
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/reference.hpp"
 
+#include <gtest/gtest.h>
+
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -56,6 +60,46 @@ inline CpuRun run(const ir::Graph& g, const CpuBackend& backend, bool fuse,
   for (char ch : r.listing)
     r.kernels += ch == '\n';
   return r;
+}
+
+/// Values for every leaf of a graph, by name: the inputs, the params, and both together.
+struct LeafValues {
+  ir::reference::TensorMap inputs, params, all;
+};
+
+/// Values uniform in [-1, 1) for every leaf of \p g: inputs then params, seeds \p seed, seed + 1...
+inline LeafValues random_leaf_values(const ir::Graph& g, std::uint64_t seed = 5) {
+  LeafValues v;
+  for (ir::NodeId id : g.inputs()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    v.all[l.name] = v.inputs[l.name] = random_tensor(l.shape, seed++);
+  }
+  for (ir::NodeId id : g.params()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    v.all[l.name] = v.params[l.name] = random_tensor(l.shape, seed++);
+  }
+  return v;
+}
+
+/// Runs \p g on \p values fused and unfused under each of \p options: every output of both within
+/// \p tol of the reference interpreter, and fewer kernels fused. \returns the last fused run.
+inline CpuRun check_fused(const ir::Graph& g, double tol, const LeafValues& values,
+                          std::initializer_list<CpuOptions> options) {
+  const auto want = ir::reference::evaluate(g, values.inputs, values.params);
+  CpuRun last;
+  for (const CpuOptions& o : options) {
+    SCOPED_TRACE(gemm_provider_name(o.gemm));
+    const CpuBackend backend(o);
+    CpuRun fused = run(g, backend, true, values.all);
+    CpuRun plain = run(g, backend, false, values.all);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_LE(ir::max_abs_diff(fused.out[i], want[i]), tol) << fused.listing;
+      EXPECT_LE(ir::max_abs_diff(plain.out[i], want[i]), tol);
+    }
+    EXPECT_LT(fused.kernels, plain.kernels) << fused.listing << "\n" << plain.listing;
+    last = std::move(fused);
+  }
+  return last;
 }
 
 } // namespace rlx::cpu::testing

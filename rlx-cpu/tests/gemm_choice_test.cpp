@@ -2,6 +2,7 @@
 // and the choice is remembered, in the process and in the record file later processes read; a
 // forced provider is honoured; whatever is chosen matches the reference interpreter; the listing
 // says which provider each GEMM got and why.
+#include "fused_run_testing.hpp"
 #include "gemm_choice.hpp"
 
 #include "rlx/compile/pipeline.hpp"
@@ -28,14 +29,7 @@ using ir::NodeId;
 using ir::Shape;
 using ir::Tensor;
 
-Tensor random_tensor(const Shape& s, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
+using cpu::testing::random_tensor;
 
 /// x [m, k] · w [n, k]ᵀ + bias, GELU (fused into MatMulBiasAct), then a batched product of the
 /// result with itself transposed ([2, m/2, n] · [2, m/2, n]ᵀ), then a plain product with a

@@ -2,6 +2,7 @@
 // CPU runs (baseline and AVX2 at least on x86-64-v3) against a double-precision product on odd
 // sizes, transposes, batch broadcasting, each epilogue, B packed per run and from a weight copy;
 // then through the backend against the reference interpreter, with weights changed between runs.
+#include "fused_run_testing.hpp"
 #include "gemm_packed.hpp"
 #include "matmul.hpp"
 #include "onednn.hpp"
@@ -206,6 +207,32 @@ TEST(GemmPacked, BaselineAndAvx2CodeBothRunWhereTheCpuHasThem) {
   }
 }
 
+/// RLX_GEMM_ISA's value: the three names cap the ISA, nothing means no cap, and anything else is
+/// an error that names the accepted values (not a silent "no cap"). The subprocess check of the
+/// same through the built command is in rlx-runtime's cli_test.
+TEST(GemmPacked, IsaCapAcceptsTheThreeNamesAndRejectsOthers) {
+  EXPECT_EQ(cpu::packed::isa_cap(nullptr), Isa::avx512);
+  EXPECT_EQ(cpu::packed::isa_cap(""), Isa::avx512);
+  for (Isa i : {Isa::baseline, Isa::avx2, Isa::avx512})
+    EXPECT_EQ(cpu::packed::isa_cap(cpu::packed::isa_name(i)), i);
+  for (const char* bad : {"avx3", "AVX2", "avx2 ", "sse"}) {
+    try {
+      (void)cpu::packed::isa_cap(bad);
+      ADD_FAILURE() << "no error for RLX_GEMM_ISA=" << bad;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::string("'") + bad + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find("baseline, avx2, avx512"), std::string::npos) << what;
+    }
+  }
+  // A cap is honoured: never wider than asked, and the widest the CPU runs below it.
+  const auto isas = supported_isas();
+  EXPECT_EQ(cpu::packed::widest_supported(Isa::baseline), Isa::baseline);
+  EXPECT_EQ(cpu::packed::widest_supported(Isa::avx512), isas.back());
+  EXPECT_EQ(cpu::packed::widest_supported(Isa::avx2),
+            cpu::packed::isa_supported(Isa::avx2) ? Isa::avx2 : Isa::baseline);
+}
+
 TEST(GemmPacked, OddSizesMatchTheDoubleProductOnEveryIsa) {
   const std::int64_t sizes[] = {1, 7, 13, 65, 257};
   for (Isa isa : supported_isas())
@@ -287,14 +314,7 @@ TEST(GemmPacked, NonF32IsDeclined) {
 // ---- through the backend
 // -------------------------------------------------------------------------
 
-ir::Tensor random_tensor(const ir::Shape& s, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  ir::Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
+using cpu::testing::random_tensor;
 
 /// relu(x · w1 + b1) · w2ᵀ and a constant product: the listing names the packed GEMM, the result
 /// matches the reference, also after the weights change (the packed copies are refreshed).

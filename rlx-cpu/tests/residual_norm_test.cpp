@@ -24,35 +24,13 @@ using ir::Shape;
 using ir::Tensor;
 
 using cpu::testing::CpuRun;
-using cpu::testing::random_tensor;
-using cpu::testing::run;
 
-/// Runs \p g fused and unfused on the CPU and on the reference; \returns the fused run.
+/// Runs \p g fused and unfused under both library GEMM providers and against the reference;
+/// \returns the fused run of the last.
 CpuRun check(const Graph& g, double tol) {
-  ir::reference::TensorMap in, params, all;
-  std::uint64_t seed = 5;
-  for (NodeId id : g.inputs()) {
-    const auto& l = g.node(id).attr<ir::LeafAttrs>();
-    all[l.name] = in[l.name] = random_tensor(l.shape, seed++);
-  }
-  for (NodeId id : g.params()) {
-    const auto& l = g.node(id).attr<ir::LeafAttrs>();
-    all[l.name] = params[l.name] = random_tensor(l.shape, seed++);
-  }
-  const auto want = ir::reference::evaluate(g, in, params);
-  for (auto provider : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas}) {
-    const cpu::CpuBackend backend(cpu::CpuOptions{provider, 0});
-    CpuRun fused = run(g, backend, true, all);
-    CpuRun plain = run(g, backend, false, all);
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      EXPECT_LE(ir::max_abs_diff(fused.out[i], want[i]), tol) << fused.listing;
-      EXPECT_LE(ir::max_abs_diff(plain.out[i], want[i]), tol);
-    }
-    EXPECT_LT(fused.kernels, plain.kernels) << fused.listing << "\n" << plain.listing;
-    if (provider == cpu::GemmProvider::openblas)
-      return fused;
-  }
-  return {};
+  return cpu::testing::check_fused(g, tol, cpu::testing::random_leaf_values(g),
+                                   {cpu::CpuOptions{cpu::GemmProvider::onednn, 0},
+                                    cpu::CpuOptions{cpu::GemmProvider::openblas, 0}});
 }
 
 TEST(CpuResidualNorm, BertPostNormRunsAsOneResidualLayerNorm) {

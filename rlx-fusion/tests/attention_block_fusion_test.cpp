@@ -10,6 +10,7 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/count_ops.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
@@ -27,12 +28,7 @@ using ir::NodeId;
 using ir::OpKind;
 using ir::Shape;
 
-int count_ops(const Graph& g, OpKind k) {
-  int n = 0;
-  for (const auto& nd : g.nodes())
-    n += nd.op == k;
-  return n;
-}
+using ir::testing::count_ops;
 
 /// What the test graph varies.
 struct Form {

@@ -5,6 +5,7 @@
 #include "rlx/ir/custom_op.hpp"
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/effect_op.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
@@ -17,20 +18,6 @@ using ir::Graph;
 using ir::NodeId;
 using ir::OpKind;
 using ir::Shape;
-
-void register_effect_op() {
-  auto& reg = ir::CustomOpRegistry::global();
-  if (reg.find("testing.effect_identity"))
-    return;
-  ir::CustomOpDef def;
-  def.name = "testing.effect_identity";
-  def.infer = [](std::span<const Shape> in, const ir::CustomAttrs&) { return in[0]; };
-  def.reference = [](std::span<const ir::Tensor> in, const ir::CustomAttrs&, const Shape&) {
-    return in[0].clone();
-  };
-  def.has_effects = true;
-  reg.add(std::move(def));
-}
 
 /// custom(x) -> x for every custom op taking one operand (a toy "the op is an identity" rewrite).
 Pattern drop_custom() {
@@ -52,12 +39,12 @@ Pattern double_neg() {
 
 TEST(PatternEffects, NodesWithEffectsAreNeverMatched) {
   ir::testing::register_sample_custom_op();
-  register_effect_op();
+  ir::testing::register_effect_op();
   Graph g("g");
   Builder b(g);
   NodeId x = b.input("x", Shape::of({3}));
   NodeId pure = b.custom(std::string(ir::testing::kSampleCustomOp), {x}, "1");
-  NodeId effect = b.custom("testing.effect_identity", {x});
+  NodeId effect = b.custom(ir::testing::kEffectOp, {x});
   b.output(pure);
   b.output(effect);
   std::vector<Pattern> ps{drop_custom()};
@@ -69,7 +56,7 @@ TEST(PatternEffects, NodesWithEffectsAreNeverMatched) {
   for (const auto& n : g.nodes())
     if (n.op == OpKind::Custom) {
       ++customs;
-      EXPECT_EQ(n.attr<ir::CustomAttrs>().name, "testing.effect_identity");
+      EXPECT_EQ(n.attr<ir::CustomAttrs>().name, ir::testing::kEffectOp);
     }
   EXPECT_EQ(customs, 1);
 }

@@ -9,6 +9,8 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/count_ops.hpp"
+#include "testing/effect_op.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
@@ -25,12 +27,7 @@ using ir::NodeId;
 using ir::OpKind;
 using ir::Shape;
 
-int count(const Graph& g, OpKind k) {
-  int n = 0;
-  for (const auto& node : g.nodes())
-    n += node.op == k;
-  return n;
-}
+using ir::testing::count_ops;
 
 /// Ops of the body of the \p i-th region of \p g.
 int body_ops(const Graph& g, int i = 0) {
@@ -111,7 +108,7 @@ Graph chain6(std::int64_t n = 8, std::int64_t c = 12) {
 
 TEST(MarkElementwiseRegions, AChainBecomesOneRegion) {
   Marked r = mark(chain6());
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
   EXPECT_EQ(body_ops(r.after), 6);
   // The region reads x and bias once (the 0.5 constant moved into the body); nothing else runs.
   for (const auto& n : r.after.nodes())
@@ -136,9 +133,9 @@ TEST(MarkElementwiseRegions, ValuesUsedOutsideBecomeTupleParts) {
   b.output(tail);
   b.output(t);
   Marked r = mark(g);
-  ASSERT_EQ(count(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
+  ASSERT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
   EXPECT_EQ(body_ops(r.after), 4);
-  EXPECT_EQ(count(r.after, OpKind::Get), 2) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::Get), 2) << ir::print(r.after);
   for (const auto& n : r.after.nodes())
     if (n.op == OpKind::ElementwiseRegion) {
       EXPECT_TRUE(n.shape.is_tuple());
@@ -161,7 +158,7 @@ TEST(MarkElementwiseRegions, AnInPlaceUpdateEndsItsRegionAsItsOnlyResult) {
   b.output(m2);
   g.set_aliases({{0, "p"}, {1, "m"}});
   Marked r = mark(g);
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 2) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 2) << ir::print(r.after);
   EXPECT_EQ(body_ops(r.after, 0) + body_ops(r.after, 1), 5);
   for (NodeId o : r.after.outputs()) {
     EXPECT_EQ(r.after.node(o).op, OpKind::ElementwiseRegion) << ir::print(r.after);
@@ -202,7 +199,7 @@ TEST(MarkElementwiseRegions, AnUpdateNeverJoinsARegionTwice) {
     EXPECT_NE(r.after.node(o).op, OpKind::Get) << ir::print(r.after);
     EXPECT_NE(r.after.node(o).op, OpKind::ElementwiseRegion) << ir::print(r.after);
   }
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
 }
 
 TEST(MarkElementwiseRegions, TwoChainsMeetingAtABinaryOpMerge) {
@@ -214,31 +211,21 @@ TEST(MarkElementwiseRegions, TwoChainsMeetingAtABinaryOpMerge) {
   NodeId c = b.sin(b.abs(y));
   b.output(b.add(a, c));
   Marked r = mark(g);
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
   EXPECT_EQ(body_ops(r.after), 5);
 }
 
 TEST(MarkElementwiseRegions, NodesWithEffectsNeverJoin) {
-  auto& reg = ir::CustomOpRegistry::global();
-  if (!reg.find("testing.region_effect")) {
-    ir::CustomOpDef def;
-    def.name = "testing.region_effect";
-    def.infer = [](std::span<const Shape> in, const ir::CustomAttrs&) { return in[0]; };
-    def.reference = [](std::span<const ir::Tensor> in, const ir::CustomAttrs&, const Shape&) {
-      return in[0].clone();
-    };
-    def.has_effects = true;
-    reg.add(std::move(def));
-  }
+  ir::testing::register_effect_op();
   Graph g("effects");
   Builder b(g);
   NodeId x = b.input("x", Shape::of({6}));
   NodeId a = b.exp(b.neg(x));
-  NodeId e = b.custom("testing.region_effect", {a});
+  NodeId e = b.custom(ir::testing::kEffectOp, {a});
   b.output(b.relu(b.sin(e)));
   Marked r = mark(g);
-  EXPECT_EQ(count(r.after, OpKind::Custom), 1);
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 2) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::Custom), 1);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 2) << ir::print(r.after);
   for (const auto& n : r.after.nodes())
     if (n.op == OpKind::ElementwiseRegion) {
       for (const auto& bn : n.attr<ir::RegionAttrs>().body->nodes())
@@ -258,16 +245,16 @@ TEST(MarkElementwiseRegions, APathThroughAnotherOpWouldMakeACycle) {
   b.output(b.relu(b.neg(d)));
   Marked r = mark(g);
   EXPECT_TRUE(missed(r.report, MissReason::would_create_cycle)) << r.report.str();
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
   EXPECT_EQ(body_ops(r.after), 3);
-  EXPECT_EQ(count(r.after, OpKind::Exp), 1);
+  EXPECT_EQ(count_ops(r.after, OpKind::Exp), 1);
 }
 
 TEST(MarkElementwiseRegions, LimitsCapOpsAndInputs) {
   FusionLimits ops;
   ops.max_region_ops = 3;
   Marked r = mark(chain6(), ops);
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 2) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 2) << ir::print(r.after);
   EXPECT_EQ(body_ops(r.after, 0), 3);
   EXPECT_EQ(body_ops(r.after, 1), 3);
   EXPECT_TRUE(missed(r.report, MissReason::limit_exceeded)) << r.report.str();
@@ -298,7 +285,7 @@ TEST(MarkElementwiseRegions, DimsDifferentFromTheRegionStayOut) {
   b.output(b.tanh(b.mul(x, s)));
   Marked r = mark(g);
   EXPECT_TRUE(missed(r.report, MissReason::shape_mismatch)) << r.report.str();
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 2) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 2) << ir::print(r.after);
 }
 
 TEST(MarkElementwiseRegions, DtypesTheBackendDoesNotClaimStayOut) {
@@ -307,20 +294,20 @@ TEST(MarkElementwiseRegions, DtypesTheBackendDoesNotClaimStayOut) {
   NodeId x = b.input("x", Shape::of({5}, DType::f64));
   b.output(b.exp(b.neg(b.abs(x))));
   Marked r = mark(g);
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 0);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 0);
   EXPECT_TRUE(missed(r.report, MissReason::dtype_mismatch)) << r.report.str();
   // A backend claiming every dtype (null claims) gets the region.
   PassContext ctx;
   Graph h = g;
   EXPECT_TRUE(MarkElementwiseRegionsPass().run(h, ctx));
-  EXPECT_EQ(count(h, OpKind::ElementwiseRegion), 1);
+  EXPECT_EQ(count_ops(h, OpKind::ElementwiseRegion), 1);
 }
 
 TEST(MarkElementwiseRegions, NothingHappensWithoutTheClaim) {
   ir::ClaimSet none = cpu_like_claims();
   none.unclaim(OpKind::ElementwiseRegion);
   Marked r = mark(chain6(), {}, &none);
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 0);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 0);
   EXPECT_TRUE(r.after == r.before);
 }
 
@@ -333,7 +320,7 @@ TEST(MarkElementwiseRegions, CompareWhereAndBoolOperandsJoin) {
   NodeId y = b.where(pos, b.silu(x), b.mul(x, b.scalar(0.1)));
   b.output(b.where(keep, y, b.neg(y)));
   Marked r = mark(g);
-  EXPECT_EQ(count(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
+  EXPECT_EQ(count_ops(r.after, OpKind::ElementwiseRegion), 1) << ir::print(r.after);
   EXPECT_EQ(body_ops(r.after), 6);
 }
 
@@ -344,8 +331,8 @@ TEST(UnfuseElementwiseRegions, RoundTripsToPrimitives) {
     PassContext ctx;
     EXPECT_TRUE(UnfuseElementwiseRegionsPass().run(back, ctx));
     ir::verify(back);
-    EXPECT_EQ(count(back, OpKind::ElementwiseRegion), 0);
-    EXPECT_EQ(count(back, OpKind::Get), 0);
+    EXPECT_EQ(count_ops(back, OpKind::ElementwiseRegion), 0);
+    EXPECT_EQ(count_ops(back, OpKind::Get), 0);
     auto ins = ir::testing::random_inputs(g, 5);
     auto ps = ir::testing::random_params(g, 6);
     auto want = ir::reference::evaluate(g, ins, ps);
@@ -361,12 +348,12 @@ TEST(UnfuseElementwiseRegions, RoundTripsToPrimitives) {
   b.output(b.neg(b.mul(t, t)));
   b.output(b.matmul(t, t));
   Marked r = mark(g);
-  ASSERT_EQ(count(r.after, OpKind::Get), 2);
+  ASSERT_EQ(count_ops(r.after, OpKind::Get), 2);
   Graph back = r.after;
   PassContext ctx;
   UnfuseElementwiseRegionsPass().run(back, ctx);
   ir::verify(back);
-  EXPECT_EQ(count(back, OpKind::ElementwiseRegion) + count(back, OpKind::Get), 0);
+  EXPECT_EQ(count_ops(back, OpKind::ElementwiseRegion) + count_ops(back, OpKind::Get), 0);
   EXPECT_EQ(back.size(), g.size()) << ir::print(back);
 }
 

@@ -1,11 +1,13 @@
 // fusion_testing.hpp: helpers of the fusion pass tests: run one registered pass with a claim set
-// and a report, count ops, compare values against the reference interpreter.
+// and a report, count ops, compare values against the reference interpreter, expect a miss.
 #pragma once
 
 #include "rlx/fusion/fusion_passes.hpp"
 #include "rlx/fusion/report.hpp"
 #include "rlx/ir/reference.hpp"
+#include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/count_ops.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
@@ -31,13 +33,7 @@ inline ir::Graph run_pass(const ir::Graph& g, std::string_view pass, const ir::C
   return out;
 }
 
-/// The number of nodes of op \p k in \p g.
-inline int count_ops(const ir::Graph& g, ir::OpKind k) {
-  int n = 0;
-  for (const auto& nd : g.nodes())
-    n += nd.op == k;
-  return n;
-}
+using ir::testing::count_ops;
 
 /// Evaluates \p before and \p after on the same random inputs (seed \p seed) and expects every
 /// output element within \p tol · max(1, |reference|) (0 = bit-identical).
@@ -56,6 +52,18 @@ inline void expect_same_values(const ir::Graph& before, const ir::Graph& after, 
           << "output " << o << " element " << i << ": " << v << " vs " << w;
     }
   }
+}
+
+/// Expects the registered pass \p pass (claims: \p claims, null = everything claimed) to leave
+/// \p g unchanged and report its first miss as \p pattern for \p reason.
+inline void expect_miss(const ir::Graph& g, std::string_view pass, std::string_view pattern,
+                        MissReason reason, const ir::ClaimSet* claims = nullptr) {
+  FusionReport rep;
+  const ir::Graph f = run_pass(g, pass, claims, rep);
+  EXPECT_EQ(f, g) << ir::print(f);
+  ASSERT_FALSE(rep.missed.empty());
+  EXPECT_EQ(rep.missed[0].pattern, pattern);
+  EXPECT_EQ(rep.missed[0].reason, reason) << rep.str();
 }
 
 /// A claim set with every op kind claimed for every dtype except \p drop.

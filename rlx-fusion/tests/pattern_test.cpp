@@ -7,6 +7,7 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/count_ops.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
@@ -34,12 +35,7 @@ void expect_same_values(const Graph& before, const Graph& after, double tol = 0)
   }
 }
 
-int count_ops(const Graph& g, OpKind k) {
-  int n = 0;
-  for (const auto& nd : g.nodes())
-    n += nd.op == k;
-  return n;
-}
+using ir::testing::count_ops;
 
 // mul(x, 1) → x, when the product has x's type (a broadcasting 1 would change the shape).
 Pattern mul_one() {

@@ -8,6 +8,7 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/count_ops.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
@@ -25,12 +26,7 @@ using ir::NodeId;
 using ir::OpKind;
 using ir::Shape;
 
-int count_ops(const Graph& g, OpKind k) {
-  int n = 0;
-  for (const auto& nd : g.nodes())
-    n += nd.op == k;
-  return n;
-}
+using ir::testing::count_ops;
 
 /// Runs \p patterns on a copy of \p g (verified after), expects the reference values of the
 /// result to match \p g's within \p tol (relative to 1 + max |value|), and \returns the result.

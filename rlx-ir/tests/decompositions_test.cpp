@@ -19,6 +19,7 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/effect_op.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
@@ -202,23 +203,6 @@ TEST(Decompositions, DecomposeTakesTheFirstFormThatApplies) {
   EXPECT_NE(why.find("only f32"), std::string::npos) << why;
 }
 
-/// Registers "testing.decompose_effect" (identity with declared effects) once.
-void register_effect_op() {
-  auto& reg = CustomOpRegistry::global();
-  if (reg.find("testing.decompose_effect"))
-    return;
-  CustomOpDef def;
-  def.name = "testing.decompose_effect";
-  def.min_arity = 1;
-  def.max_arity = 1;
-  def.infer = [](std::span<const Shape> in, const CustomAttrs&) { return in[0]; };
-  def.reference = [](std::span<const Tensor> in, const CustomAttrs&, const Shape&) {
-    return in[0].clone();
-  };
-  def.has_effects = true;
-  reg.add(std::move(def));
-}
-
 /// `if p then f(a) else a` where f is \p then_op applied by \p make.
 Graph if_graph(const std::function<NodeId(Builder&, NodeId)>& make) {
   const Shape v({3}, DType::f32);
@@ -240,15 +224,14 @@ Graph if_graph(const std::function<NodeId(Builder&, NodeId)>& make) {
 }
 
 TEST(Decompositions, IfWithEffectsOrFallibleBranchesIsNotLowered) {
-  register_effect_op();
+  testing::register_effect_op();
   testing::register_sample_custom_op();
   struct Case {
     std::function<NodeId(Builder&, NodeId)> make;
     std::string reason;
   };
   const std::vector<Case> cases = {
-      {[](Builder& t, NodeId a) { return t.custom("testing.decompose_effect", {a}, ""); },
-       "has effects"},
+      {[](Builder& t, NodeId a) { return t.custom(testing::kEffectOp, {a}, ""); }, "has effects"},
       {[](Builder& t, NodeId a) {
          return t.custom(std::string(testing::kSampleCustomOp), {a}, "2");
        },
@@ -271,7 +254,7 @@ TEST(Decompositions, IfWithEffectsOrFallibleBranchesIsNotLowered) {
 }
 
 TEST(Decompositions, WhileWithEffectsIsNotUnrolled) {
-  register_effect_op();
+  testing::register_effect_op();
   const Shape v({2}, DType::f32);
   Graph cond("cond");
   {
@@ -284,7 +267,7 @@ TEST(Decompositions, WhileWithEffectsIsNotUnrolled) {
   {
     Builder c(body);
     NodeId x = c.input("x", v);
-    c.output(c.custom("testing.decompose_effect", {c.add(x, x)}, ""));
+    c.output(c.custom(testing::kEffectOp, {c.add(x, x)}, ""));
   }
   Graph g("g");
   Builder b(g);

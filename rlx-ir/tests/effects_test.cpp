@@ -4,29 +4,13 @@
 #include "rlx/ir/custom_op.hpp"
 #include "rlx/ir/effects.hpp"
 #include "rlx/ir/error.hpp"
+#include "testing/effect_op.hpp"
 #include "testing/op_samples.hpp"
 
 #include <gtest/gtest.h>
 
 namespace rlx::ir {
 namespace {
-
-/// Registers "testing.effect" (identity with declared effects) once.
-void register_effect_op() {
-  auto& reg = CustomOpRegistry::global();
-  if (reg.find("testing.effect"))
-    return;
-  CustomOpDef def;
-  def.name = "testing.effect";
-  def.min_arity = 1;
-  def.max_arity = 1;
-  def.infer = [](std::span<const Shape> in, const CustomAttrs&) { return in[0]; };
-  def.reference = [](std::span<const Tensor> in, const CustomAttrs&, const Shape&) {
-    return in[0].clone();
-  };
-  def.has_effects = true;
-  reg.add(std::move(def));
-}
 
 TEST(Effects, TheTableFlagsOnlyCustom) {
   for (OpKind op : testing::all_ops())
@@ -35,12 +19,12 @@ TEST(Effects, TheTableFlagsOnlyCustom) {
 
 TEST(Effects, CustomOpsDeclareThem) {
   testing::register_sample_custom_op();
-  register_effect_op();
+  testing::register_effect_op();
   Graph g("g");
   Builder b(g);
   NodeId x = b.input("x", Shape::of({3}));
   NodeId pure = b.custom(std::string(testing::kSampleCustomOp), {x}, "2");
-  NodeId effect = b.custom("testing.effect", {x});
+  NodeId effect = b.custom(testing::kEffectOp, {x});
   EXPECT_FALSE(has_effects(g, pure));
   EXPECT_TRUE(has_effects(g, effect));
   EXPECT_FALSE(has_effects(g, x));
@@ -50,12 +34,12 @@ TEST(Effects, CustomOpsDeclareThem) {
 }
 
 TEST(Effects, SubGraphsCarryThem) {
-  register_effect_op();
+  testing::register_effect_op();
   Graph body("body");
   {
     Builder c(body);
     NodeId a = c.input("a", Shape::of({3}));
-    c.output(c.custom("testing.effect", {a}));
+    c.output(c.custom(testing::kEffectOp, {a}));
   }
   Graph g("g");
   Builder b(g);
@@ -73,17 +57,17 @@ TEST(Effects, SubGraphsCarryThem) {
 
 TEST(Effects, CompactKeepsThemWithoutUsers) {
   testing::register_sample_custom_op();
-  register_effect_op();
+  testing::register_effect_op();
   Graph g("g");
   Builder b(g);
   NodeId x = b.input("x", Shape::of({3}));
   b.custom(std::string(testing::kSampleCustomOp), {x}, "2"); // pure, unused: removed
-  NodeId e = b.custom("testing.effect", {b.exp(x)});         // effects, unused: kept with exp
+  NodeId e = b.custom(testing::kEffectOp, {b.exp(x)});       // effects, unused: kept with exp
   b.output(b.neg(x));
   auto remap = g.compact();
   ASSERT_TRUE(remap[e.v].valid());
   EXPECT_EQ(g.size(), 4u); // x, exp, effect, neg
-  EXPECT_EQ(g.node(remap[e.v]).attr<CustomAttrs>().name, "testing.effect");
+  EXPECT_EQ(g.node(remap[e.v]).attr<CustomAttrs>().name, testing::kEffectOp);
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/random_tensor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,14 +18,7 @@
 namespace rlx::ir {
 namespace {
 
-Tensor random(const Shape& s, std::uint64_t seed, double lo = -2, double hi = 2) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
+using testing::uniform_tensor;
 
 /// (x + r, norm(x + r)) row by row in double: LayerNorm with the biased variance, or RMSNorm.
 std::pair<std::vector<double>, std::vector<double>>
@@ -71,7 +65,8 @@ TEST(FusedNorm, ReferenceMatchesHandWrittenLoops) {
     b.output(b.get(f, 1));
     b.output(b.get(f, 0));
     verify(g);
-    const Tensor x = random(t, 1), r = random(t, 2), gamma = random(v, 3), beta = random(v, 4);
+    const Tensor x = uniform_tensor(t, 1, -2, 2), r = uniform_tensor(t, 2, -2, 2),
+                 gamma = uniform_tensor(v, 3, -2, 2), beta = uniform_tensor(v, 4, -2, 2);
     reference::TensorMap params{{"gamma", gamma}};
     if (c.beta)
       params["beta"] = beta;

@@ -5,6 +5,7 @@
 #include "rlx/ir/hir.hpp"
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/count_ops.hpp"
 
 #include <gtest/gtest.h>
 
@@ -286,12 +287,7 @@ std::vector<OpKind> ops_of(const Graph& g) {
   return ops;
 }
 
-int count(const Graph& g, OpKind k) {
-  int c = 0;
-  for (const auto& n : g.nodes())
-    c += n.op == k;
-  return c;
-}
+using rlx::ir::testing::count_ops;
 
 } // namespace
 
@@ -402,9 +398,9 @@ TEST(HirSwiGlu, MatchesLoops) {
                           b.param("w_down", Shape::of({E, F}, DType::f64)));
   g.set_outputs({y});
   Graph mir = lower_hir(g);
-  EXPECT_EQ(count(mir, OpKind::MatMul), 3);
-  EXPECT_EQ(count(mir, OpKind::Silu), 1);
-  EXPECT_EQ(count(mir, OpKind::Mul), 1);
+  EXPECT_EQ(count_ops(mir, OpKind::MatMul), 3);
+  EXPECT_EQ(count_ops(mir, OpKind::Silu), 1);
+  EXPECT_EQ(count_ops(mir, OpKind::Mul), 1);
   for (const auto& n : mir.nodes())
     if (n.op == OpKind::MatMul) {
       EXPECT_TRUE(n.attr<MatMulAttrs>().transpose_b);
@@ -480,10 +476,10 @@ void check_attention_block(const AttnCase& c) {
   g.set_outputs({y});
 
   Graph mir = lower_hir(g);
-  EXPECT_EQ(count(mir, OpKind::Attention), 1);
-  EXPECT_EQ(count(mir, OpKind::MatMul), 4);
-  EXPECT_EQ(count(mir, OpKind::Rope), c.rope ? 2 : 0);
-  EXPECT_EQ(count(mir, OpKind::Add), c.bias ? 4 : 0);
+  EXPECT_EQ(count_ops(mir, OpKind::Attention), 1);
+  EXPECT_EQ(count_ops(mir, OpKind::MatMul), 4);
+  EXPECT_EQ(count_ops(mir, OpKind::Rope), c.rope ? 2 : 0);
+  EXPECT_EQ(count_ops(mir, OpKind::Add), c.bias ? 4 : 0);
   for (const auto& n : mir.nodes())
     if (n.op == OpKind::Attention) {
       const auto& at = n.attr<AttentionAttrs>();
@@ -644,10 +640,10 @@ TEST(HirBertLayer, EmitsTheCanonicalChains) {
     named.set_outputs({remap[hir.outputs()[0].v]});
   }
   Graph mir = lower_hir(named);
-  EXPECT_EQ(count(mir, OpKind::LayerNorm), 2);
-  EXPECT_EQ(count(mir, OpKind::MatMul), 6);
-  EXPECT_EQ(count(mir, OpKind::Gelu), 1);
-  EXPECT_EQ(count(mir, OpKind::Attention), 1);
+  EXPECT_EQ(count_ops(mir, OpKind::LayerNorm), 2);
+  EXPECT_EQ(count_ops(mir, OpKind::MatMul), 6);
+  EXPECT_EQ(count_ops(mir, OpKind::Gelu), 1);
+  EXPECT_EQ(count_ops(mir, OpKind::Attention), 1);
   EXPECT_EQ(mir.inputs().size(), hir.inputs().size());
   EXPECT_EQ(mir.params().size(), hir.params().size());
   for (NodeId id : mir.ids()) {
@@ -725,11 +721,11 @@ TEST(HirLlamaBlock, MatchesHandRolledBlock) {
 TEST(HirLlamaBlock, EmitsNormRopeCausalGqaAndSwiGlu) {
   LlamaCase c;
   Graph mir = lower_hir(c.g);
-  EXPECT_EQ(count(mir, OpKind::RmsNorm), 2);
-  EXPECT_EQ(count(mir, OpKind::Rope), 2);
-  EXPECT_EQ(count(mir, OpKind::MatMul), 7);
-  EXPECT_EQ(count(mir, OpKind::Silu), 1);
-  EXPECT_EQ(count(mir, OpKind::Add), 2); // the two residuals; LLaMA has no biases
+  EXPECT_EQ(count_ops(mir, OpKind::RmsNorm), 2);
+  EXPECT_EQ(count_ops(mir, OpKind::Rope), 2);
+  EXPECT_EQ(count_ops(mir, OpKind::MatMul), 7);
+  EXPECT_EQ(count_ops(mir, OpKind::Silu), 1);
+  EXPECT_EQ(count_ops(mir, OpKind::Add), 2); // the two residuals; LLaMA has no biases
   for (const auto& n : mir.nodes()) {
     if (n.op == OpKind::Attention) {
       EXPECT_EQ(n.attr<AttentionAttrs>().mask, MaskKind::causal);
@@ -791,7 +787,7 @@ TEST(HirLowering, KeepsInterfaceAndPrimitiveNodes) {
   EXPECT_EQ(mir.node(mir.outputs()[1]).op, OpKind::Add);
   EXPECT_EQ(mir.node(mir.outputs()[2]).op, OpKind::Tanh);
   EXPECT_EQ(mir.node(mir.outputs()[3]).op, OpKind::Input);
-  EXPECT_EQ(count(mir, OpKind::Neg), 1);
+  EXPECT_EQ(count_ops(mir, OpKind::Neg), 1);
 
   Rng rng(4);
   Values v;
@@ -836,7 +832,7 @@ TEST(HirLowering, LowersBlocksInsideSubGraphs) {
   Graph mir = lower_hir(g);
   EXPECT_FALSE(has_hir_ops(mir));
   const auto& at = mir.node(mir.outputs()[0]).attr<IfAttrs>();
-  EXPECT_EQ(count(*at.then_branch, OpKind::MatMul), 1);
+  EXPECT_EQ(count_ops(*at.then_branch, OpKind::MatMul), 1);
   EXPECT_TRUE(*at.else_branch == other); // branches without HIR ops are kept as they are
 
   Rng rng(8);

@@ -185,19 +185,8 @@ Tensor filled(const Sizes& sizes, double seed) {
 
 /// Evaluates a one-block HIR graph node-by-node (the HIR kernels) and after lower_hir; both must
 /// agree.
-void expect_hir_matches_lowering(
-    const std::vector<Tensor>& args,
-    const std::function<NodeId(Builder&, const std::vector<NodeId>&)>& make) {
-  Graph g;
-  Builder b(g);
-  std::vector<NodeId> ids;
-  reference::TensorMap inputs;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string name = "a" + std::to_string(i);
-    ids.push_back(b.input(name, args[i].shape()));
-    inputs[name] = args[i];
-  }
-  b.output(make(b, ids));
+void expect_hir_matches_lowering(const std::vector<Tensor>& args, const MakeOp& make) {
+  const auto [g, inputs] = one_op_graph(args, make);
   Tensor hir = reference::evaluate(g, inputs).at(0);
   Tensor mir = reference::evaluate(lower_hir(g), inputs).at(0);
   ASSERT_EQ(hir.shape(), g.shape(g.outputs()[0]));

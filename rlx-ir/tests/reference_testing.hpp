@@ -41,21 +41,34 @@ inline Tensor i32(const Sizes& s, const std::vector<std::int32_t>& v) {
   return Tensor::from<std::int32_t>(s, v);
 }
 
-/// Builds a graph with one Input per operand (named a0, a1, ...; typed like the operand), lets
-/// \p make add the op under test, and evaluates its value with the reference interpreter.
-inline Tensor run(const std::vector<Tensor>& args,
-                  const std::function<NodeId(Builder&, const std::vector<NodeId>&)>& make) {
-  Graph g;
-  Builder b(g);
-  std::vector<NodeId> ids;
+/// Adds the op under test to a graph from the Inputs of its operands.
+using MakeOp = std::function<NodeId(Builder&, const std::vector<NodeId>&)>;
+
+/// A graph of one op under test and the values of its inputs.
+struct OneOpGraph {
+  Graph graph;
   reference::TensorMap inputs;
+};
+
+/// Builds a graph with one Input per operand (named a0, a1, ...; typed like the operand, valued
+/// \p args) and lets \p make add the op under test, the graph's one output.
+inline OneOpGraph one_op_graph(const std::vector<Tensor>& args, const MakeOp& make) {
+  OneOpGraph r;
+  Builder b(r.graph);
+  std::vector<NodeId> ids;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string name = "a" + std::to_string(i);
     ids.push_back(b.input(name, args[i].shape()));
-    inputs[name] = args[i];
+    r.inputs[name] = args[i];
   }
   b.output(make(b, ids));
-  return reference::evaluate(g, inputs).at(0);
+  return r;
+}
+
+/// The reference interpreter's value of one_op_graph(\p args, \p make).
+inline Tensor run(const std::vector<Tensor>& args, const MakeOp& make) {
+  const OneOpGraph g = one_op_graph(args, make);
+  return reference::evaluate(g.graph, g.inputs).at(0);
 }
 
 /// Every element of \p t as a double.

@@ -2,7 +2,8 @@
 // runs them) and the ops it leaves to the compile pipeline, each with its reason.
 #include "rlx/opencl/claims.hpp"
 
-#include <array>
+#include <algorithm>
+#include <vector>
 
 namespace rlx::opencl {
 namespace {
@@ -10,48 +11,57 @@ namespace {
 using ir::DType;
 using K = ir::OpKind;
 
-constexpr std::array kUnclaimed = {
-    UnclaimedOp{K::DotGeneral, "lowered to Transpose / Reshape / MatMul by the compile pipeline"},
-    UnclaimedOp{K::DenseSolve, "no OpenCL kernel (a pivoted solve is serial; CPU only for now)"},
-    UnclaimedOp{K::ArgMax, "no OpenCL kernel yet"},
-    UnclaimedOp{K::SoftmaxCrossEntropy,
-                "decomposed into Reduce, Exp, Log, Compare and Where by the compile pipeline"},
-    UnclaimedOp{K::Conv2d, "no OpenCL kernel yet (no conv workload in BERT / LLaMA / MLP)"},
-    UnclaimedOp{K::Pool2d, "no OpenCL kernel yet (no pooling workload in BERT / LLaMA / MLP)"},
-    UnclaimedOp{K::If, "lowered to Where over both inlined branches by the compile pipeline when "
-                       "both are total (else a compile error)"},
-    UnclaimedOp{K::While, "unrolled up to max_iterations by the compile pipeline when its body is "
-                          "total (else a compile error)"},
-    UnclaimedOp{K::Split, "no OpenCL kernel yet; left unclaimed so fuse-shared-input-matmul (which "
-                          "emits Split) does not run: its weight Concat would run on every call"},
-    UnclaimedOp{K::Custom, "custom ops run host reference kernels: CPU only"},
-    UnclaimedOp{K::CustomFn, "its body is inlined by the compile pipeline"},
-    UnclaimedOp{K::Quantize, "no OpenCL kernel yet (round-half-even + clamp to i8)"},
-    UnclaimedOp{K::FakeQuantize, "decomposed into Quantize / Dequantize by the compile pipeline"},
-    UnclaimedOp{K::Linear, "HIR block: lowered to MatMul (+ Add, activation) before MIR"},
-    UnclaimedOp{K::AttentionBlock, "HIR block: lowered to MatMul, Rope and Attention before MIR"},
-    UnclaimedOp{K::SwiGluFfn, "HIR block: lowered to MatMul, Silu and Mul before MIR"},
-    UnclaimedOp{K::BertLayer, "HIR block: lowered to MIR primitives before MIR"},
-    UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
-    UnclaimedOp{K::FusedAttentionBlock, "fused op without an OpenCL kernel yet: the fusion pass "
-                                        "does not run for OpenCL (legalisation decomposes it)"},
-    // ---- onnx3: topk, trig (ONNX import; CPU kernels only) ----
-    UnclaimedOp{K::TopK, "no OpenCL kernel yet (a per-lane partial sort; CPU only for now)"},
-    UnclaimedOp{K::Sinh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
-    UnclaimedOp{K::Cosh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
-    UnclaimedOp{K::Asin, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
-    UnclaimedOp{K::Acos, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
-    UnclaimedOp{K::Atan, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
-    UnclaimedOp{K::Asinh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
-    UnclaimedOp{K::Acosh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
-    UnclaimedOp{K::Atanh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},
-    UnclaimedOp{K::AttentionGrad, "backward op without an OpenCL kernel yet: legalisation "
-                                  "decomposes it into primitives"},
-    UnclaimedOp{K::SoftmaxCrossEntropyGrad, "backward op without an OpenCL kernel yet: "
-                                            "legalisation decomposes it into primitives"},
-    UnclaimedOp{K::RopeGrad, "backward op without an OpenCL kernel yet: legalisation decomposes "
-                             "it into primitives"},
+/// The op kinds left to the compile pipeline, each reason written once with the kinds it covers
+/// (HIR blocks come from the table's kHir flag).
+struct UnclaimedGroup {
+  std::string_view reason;
+  std::vector<K> ops;
 };
+
+std::vector<UnclaimedOp> build_unclaimed() {
+  const UnclaimedGroup groups[] = {
+      {"lowered to Transpose / Reshape / MatMul by the compile pipeline", {K::DotGeneral}},
+      {"no OpenCL kernel (a pivoted solve is serial; CPU only for now)", {K::DenseSolve}},
+      {"no OpenCL kernel yet", {K::ArgMax}},
+      {"decomposed into Reduce, Exp, Log, Compare and Where by the compile pipeline",
+       {K::SoftmaxCrossEntropy}},
+      {"no OpenCL kernel yet (no conv or pooling workload in BERT / LLaMA / MLP)",
+       {K::Conv2d, K::Pool2d}},
+      {"lowered to Where over both inlined branches by the compile pipeline when both are total "
+       "(else a compile error)",
+       {K::If}},
+      {"unrolled up to max_iterations by the compile pipeline when its body is total (else a "
+       "compile error)",
+       {K::While}},
+      {"no OpenCL kernel yet; left unclaimed so fuse-shared-input-matmul (which emits Split) does "
+       "not run: its weight Concat would run on every call",
+       {K::Split}},
+      {"custom ops run host reference kernels: CPU only", {K::Custom}},
+      {"its body is inlined by the compile pipeline", {K::CustomFn}},
+      {"no OpenCL kernel yet (round-half-even + clamp to i8)", {K::Quantize}},
+      {"decomposed into Quantize / Dequantize by the compile pipeline", {K::FakeQuantize}},
+      {"fused op without an OpenCL kernel yet: the fusion pass does not run for OpenCL "
+       "(legalisation decomposes it)",
+       {K::FusedAttentionBlock}},
+      {"no OpenCL kernel yet (a per-lane partial sort; CPU only for now)", {K::TopK}},
+      {"no OpenCL kernel yet (ONNX import op; CPU only for now)",
+       {K::Sinh, K::Cosh, K::Asin, K::Acos, K::Atan, K::Asinh, K::Acosh, K::Atanh}},
+      {"backward op without an OpenCL kernel yet: legalisation decomposes it into primitives",
+       {K::AttentionGrad, K::SoftmaxCrossEntropyGrad, K::RopeGrad}},
+  };
+  std::vector<UnclaimedOp> out;
+  for (const UnclaimedGroup& g : groups)
+    for (K k : g.ops)
+      out.push_back({k, g.reason});
+  ir::for_each_op([&](K k) {
+    if (ir::is_hir(k))
+      out.push_back({k, "HIR block: lowered to MIR primitives before MIR"});
+  });
+  std::sort(out.begin(), out.end(), [](const UnclaimedOp& a, const UnclaimedOp& b) {
+    return static_cast<int>(a.op) < static_cast<int>(b.op);
+  });
+  return out;
+}
 
 ir::ClaimSet build_claims() {
   ir::ClaimSet c;
@@ -106,7 +116,8 @@ const ir::ClaimSet& opencl_claims() {
 }
 
 std::span<const UnclaimedOp> opencl_unclaimed() {
-  return kUnclaimed;
+  static const std::vector<UnclaimedOp> unclaimed = build_unclaimed();
+  return unclaimed;
 }
 
 } // namespace rlx::opencl

@@ -3,6 +3,7 @@
 #include "executable.hpp"
 
 #include "lower.hpp"
+#include "rlx/compile/lir_check.hpp"
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/ir/error.hpp"
 #include "rlx/opencl/claims.hpp"
@@ -105,22 +106,10 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
                                    KernelChoices choices,
                                    std::shared_ptr<compile::WeightRegion> weights, int device)
     : rt_(std::move(rt)), weights_(std::move(weights)) {
-  if (lir.stage() != ir::Stage::lir)
-    throw Error("rlx-opencl: compile needs an LIR module (MIR + memory plan), got " +
-                std::string(ir::stage_name(lir.stage())));
+  // alignment: the device's base-address alignment (the backend's alignment()).
+  compile::check_compilable(lir, "rlx-opencl", alignment);
   const ir::Graph& g = lir.graph();
   const ir::MemoryPlan& plan = lir.plan();
-  if (plan.assignments.size() != g.size())
-    throw Error("rlx-opencl: the memory plan has " + std::to_string(plan.assignments.size()) +
-                " slots for " + std::to_string(g.size()) + " nodes");
-  if (plan.alignment % alignment != 0)
-    throw Error("rlx-opencl: the memory plan's alignment " + std::to_string(plan.alignment) +
-                " is not a multiple of the device's base-address alignment " +
-                std::to_string(alignment) + " (plan with the backend's alignment())");
-  for (ir::NodeId id : g.ids())
-    if (!g.shape(id).is_static())
-      throw Error("rlx-opencl: " + ir::describe(g, id) + " has symbolic type " + g.shape(id).str() +
-                  "; bind the symbols before compiling");
   cl_context ctx = rt_->context.get();
   cl_command_queue q = rt_->queue.get();
 

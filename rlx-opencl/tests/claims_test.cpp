@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 namespace rlx::opencl {
@@ -12,7 +13,13 @@ namespace {
 
 TEST(Claims, EveryOpIsClaimedOrListedWithAReason) {
   std::set<ir::OpKind> listed;
-  for (const UnclaimedOp& u : opencl_unclaimed()) {
+  const auto unclaimed = opencl_unclaimed();
+  EXPECT_TRUE(std::is_sorted(unclaimed.begin(), unclaimed.end(),
+                             [](const UnclaimedOp& a, const UnclaimedOp& b) {
+                               return static_cast<int>(a.op) < static_cast<int>(b.op);
+                             }))
+      << "the unclaimed list is not in table order";
+  for (const UnclaimedOp& u : unclaimed) {
     EXPECT_TRUE(listed.insert(u.op).second) << ir::op_name(u.op) << " is listed twice";
     EXPECT_FALSE(u.reason.empty()) << ir::op_name(u.op);
   }

@@ -15,16 +15,6 @@
 namespace rlx::runtime::testing {
 namespace {
 
-/// The JSON lines of a --json run.
-std::vector<nlohmann::json> json_lines(const std::string& out) {
-  std::vector<nlohmann::json> r;
-  std::istringstream in(out);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty() && l[0] == '{')
-      r.push_back(nlohmann::json::parse(l));
-  return r;
-}
-
 TEST_F(Cli, OpenClTrainsTheDigitsMlpAsTheCpuDoes) {
   const std::string common = std::string("train --model mlp --data ") + RLX_DIGITS_DIR +
                              " --hidden 32 --batch 32 --steps 10 --eval-every 1 --optimizer adamw"

@@ -372,6 +372,31 @@ TEST_F(Cli, InspectShowsReportsAndWritesSvg) {
   EXPECT_NE(slurp(path("g.svg")).find("<svg"), std::string::npos);
 }
 
+/// Sets an environment variable (inherited by the `rlx` subprocess) for one scope.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+  const char* name_;
+};
+
+TEST_F(Cli, GemmIsaCapIsHonouredAndABadValueIsAnError) {
+  const std::string inspect = std::string("inspect ") + kTinyMlp + " --gemm packed --summary";
+  {
+    const ScopedEnv env("RLX_GEMM_ISA", "avx3");
+    expect_error(inspect, 1, "RLX_GEMM_ISA='avx3' is not one of baseline, avx2, avx512");
+  }
+  const ScopedEnv env("RLX_GEMM_ISA", "baseline");
+  Result r = rlx(inspect);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("[packed] (baseline"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[packed] (avx"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, DemoRunsAndChecksAgainstTheReference) {
   Result r = rlx("demo --layers 1 --hidden 64 --ffn 128 --seq 8 --runs 2");
   ASSERT_EQ(r.status, 0) << r.err << r.out;

@@ -1,8 +1,10 @@
 // cli_testing.hpp: a gtest fixture that runs the built `rlx` command in a scratch folder and
-// captures its exit status, stdout and stderr (shared by the cli*_test binaries).
+// captures its exit status, stdout and stderr, and reads the JSON lines of a --json run (shared by
+// the cli*_test binaries).
 #pragma once
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
 
 #ifndef RLX_CLI_PATH
 #error "RLX_CLI_PATH must name the built rlx executable"
@@ -27,6 +30,16 @@ struct Result {
     return static_cast<std::size_t>(std::count(err.begin(), err.end(), '\n'));
   }
 };
+
+/// The JSON lines (those starting with '{') of a --json run's output \p out, in order.
+inline std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> r;
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] == '{')
+      r.push_back(nlohmann::json::parse(l));
+  return r;
+}
 
 /// Runs rlx in a fresh scratch folder per test.
 class Cli : public ::testing::Test {

@@ -9,21 +9,11 @@ namespace {
 
 const std::string kData = RLX_DIGITS_DIR;
 
-/// The JSON lines of a --json run.
-std::vector<nlohmann::json> lines(const std::string& out) {
-  std::vector<nlohmann::json> r;
-  std::istringstream in(out);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty() && l[0] == '{')
-      r.push_back(nlohmann::json::parse(l));
-  return r;
-}
-
 TEST_F(Cli, TrainsTheDigitsMlpTo95Percent) {
   Result r = rlx("train --model mlp --data " + kData +
                  " --optimizer sgd --lr 0.1 --momentum 0.9 --batch 32 --epochs 12 --seed 1 --json");
   ASSERT_EQ(r.status, 0) << r.err;
-  auto rows = lines(r.out);
+  auto rows = json_lines(r.out);
   ASSERT_GE(rows.size(), 2u) << r.out;
   const auto& last_eval = rows[rows.size() - 2];
   ASSERT_TRUE(last_eval.contains("test_accuracy")) << r.out;
@@ -37,7 +27,7 @@ TEST_F(Cli, AdamWWithCosineScheduleLearns) {
                  " --optimizer adamw --lr 0.003 --schedule cosine --warmup 20 --batch 64 "
                  "--steps 200 --eval-every 100 --clip 5 --json");
   ASSERT_EQ(r.status, 0) << r.err;
-  auto rows = lines(r.out);
+  auto rows = json_lines(r.out);
   ASSERT_EQ(rows.size(), 3u) << r.out;
   EXPECT_GE(rows[1]["test_accuracy"].get<double>(), 0.9) << r.out;
 }

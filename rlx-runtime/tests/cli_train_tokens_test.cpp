@@ -19,15 +19,6 @@ namespace {
 
 const std::string kBytes = RLX_TEXT_BYTES_DIR;
 
-std::vector<nlohmann::json> lines(const std::string& out) {
-  std::vector<nlohmann::json> r;
-  std::istringstream in(out);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty() && l[0] == '{')
-      r.push_back(nlohmann::json::parse(l));
-  return r;
-}
-
 /// The evaluation losses of a run's JSON lines, in order.
 std::vector<double> eval_losses(const std::vector<nlohmann::json>& rows, const char* key) {
   std::vector<double> r;
@@ -98,7 +89,7 @@ TEST_F(Cli, TinyLlamaOnBytesLowersItsValidationLossAndPlotsIt) {
                  "--eval-every 20 --eval-batches 4 --json --plot " +
                  path("loss.svg"));
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto rows = lines(r.out);
+  const auto rows = json_lines(r.out);
   const auto ev = eval_losses(rows, "eval_loss");
   ASSERT_EQ(ev.size(), 3u) << r.out;
   EXPECT_LT(ev[2], ev[0] - 0.2) << r.out;           // learning, measured on unseen text
@@ -141,7 +132,7 @@ TEST_F(Cli, BertMaskedLmLearnsFromASafetensorsFile) {
                  " --layers 2 --hidden 64 --heads 2 --optimizer adamw --lr 2e-3 --batch 8 "
                  "--seq 32 --steps 40 --eval-every 20 --eval-batches 4 --json");
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto ev = eval_losses(lines(r.out), "eval_loss");
+  const auto ev = eval_losses(json_lines(r.out), "eval_loss");
   ASSERT_EQ(ev.size(), 2u) << r.out;
   EXPECT_LT(ev[1], ev[0]) << r.out;
 }
@@ -170,7 +161,7 @@ TEST_F(Cli, BertClassifierLearnsALabelOfItsTokens) {
                  " --vocab 20 --layers 2 --hidden 32 --heads 2 --optimizer adamw --lr 3e-3 "
                  "--batch 16 --seq 12 --steps 96 --eval-every 48 --json");
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto ev = eval_losses(lines(r.out), "eval_loss");
+  const auto ev = eval_losses(json_lines(r.out), "eval_loss");
   ASSERT_EQ(ev.size(), 2u) << r.out;
   EXPECT_LT(ev[1], 0.6) << r.out; // ln 2 = 0.69 is chance
 }
@@ -207,7 +198,7 @@ TEST_F(Cli, GraphFileTrainsThroughItsNamedLossOutput) {
   Result r = rlx("train --graph " + path("g.json") + " --loss-output loss --data " + path("") +
                  " --optimizer sgd --lr 0.1 --batch 16 --steps 200 --eval-every 100 --json");
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto ev = eval_losses(lines(r.out), "eval_loss");
+  const auto ev = eval_losses(json_lines(r.out), "eval_loss");
   ASSERT_EQ(ev.size(), 2u) << r.out;
   EXPECT_LT(ev[1], 1e-3) << r.out; // the exact linear map is found
   // The same graph with --loss mse on its output 0 and target "target": the data lacks it.

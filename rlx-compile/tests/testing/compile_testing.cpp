@@ -116,11 +116,16 @@ ir::Graph expect_rewrite(std::string_view before, std::string_view pipeline, std
   return out;
 }
 
-int count_ops(const ir::Graph& g, ir::OpKind k) {
-  int n = 0;
-  for (const auto& nd : g.nodes())
-    n += nd.op == k;
-  return n;
+void expect_error(std::string_view accepted, const std::function<void()>& run,
+                  std::initializer_list<std::string_view> fragments) {
+  try {
+    run();
+    ADD_FAILURE() << accepted;
+  } catch (const Error& e) {
+    const std::string_view what = e.what();
+    for (std::string_view f : fragments)
+      EXPECT_NE(what.find(f), std::string_view::npos) << "'" << f << "' not in: " << what;
+  }
 }
 
 } // namespace rlx::compile::testing

@@ -5,9 +5,11 @@
 #include "rlx/compile/backend.hpp"
 #include "rlx/ir/claims.hpp"
 #include "rlx/ir/graph.hpp"
+#include "testing/count_ops.hpp"
 #include "testing/workloads.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -54,7 +56,11 @@ void expect_equivalent(const ir::Graph& before, const ir::Graph& after, double t
 ir::Graph expect_rewrite(std::string_view before, std::string_view pipeline, std::string_view after,
                          double tol = 0, fusion::PassContext ctx = {});
 
-/// Number of nodes of kind \p k.
-int count_ops(const ir::Graph& g, ir::OpKind k);
+using ir::testing::count_ops;
+
+/// Expects \p run to throw rlx::Error with a message holding each of \p fragments; a run that
+/// throws nothing fails the test with \p accepted (what was wrongly accepted).
+void expect_error(std::string_view accepted, const std::function<void()>& run,
+                  std::initializer_list<std::string_view> fragments);
 
 } // namespace rlx::compile::testing

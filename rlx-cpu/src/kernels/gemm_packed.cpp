@@ -46,18 +46,26 @@ bool isa_supported(Isa isa) {
 #endif
 }
 
+Isa isa_cap(const char* value) {
+  if (value == nullptr || *value == '\0')
+    return Isa::avx512;
+  for (Isa i : {Isa::baseline, Isa::avx2, Isa::avx512})
+    if (std::strcmp(value, isa_name(i)) == 0)
+      return i;
+  throw Error(std::string("rlx-cpu: RLX_GEMM_ISA='") + value +
+              "' is not one of baseline, avx2, avx512");
+}
+
+Isa widest_supported(Isa cap) {
+  for (Isa i : {Isa::avx512, Isa::avx2})
+    if (i <= cap && isa_supported(i))
+      return i;
+  return Isa::baseline;
+}
+
 Isa best_isa() {
-  static const Isa best = [] {
-    Isa cap = Isa::avx512;
-    if (const char* e = std::getenv("RLX_GEMM_ISA"); e != nullptr) {
-      const std::string v = e;
-      cap = v == "baseline" ? Isa::baseline : v == "avx2" ? Isa::avx2 : Isa::avx512;
-    }
-    for (Isa i : {Isa::avx512, Isa::avx2})
-      if (i <= cap && isa_supported(i))
-        return i;
-    return Isa::baseline;
-  }();
+  // Read once; a bad value throws here (and again on the next call) rather than meaning no cap.
+  static const Isa best = widest_supported(isa_cap(std::getenv("RLX_GEMM_ISA")));
   return best;
 }
 
