@@ -130,6 +130,43 @@ BENCHMARK(BM_Attention)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+/// AttentionGrad (dq, dk, dv) on [B, S, H, D] with \p kv_heads and a mask kind (0 none, 1 causal):
+/// the same shapes as BM_Attention, so the two compare directly (bert_mini b8 s128 among them).
+void BM_AttentionGrad(benchmark::State& state) {
+  std::int64_t batch = state.range(1), seq = state.range(2), heads = state.range(3),
+               kv = state.range(4), d = 64;
+  bool causal = state.range(5) == 1;
+  cpu::CpuOptions o;
+  o.num_threads = static_cast<int>(state.range(0));
+  auto c = compile_op(o, [&](ir::Builder& b) {
+    ir::AttentionAttrs a;
+    a.num_heads = heads;
+    a.num_kv_heads = kv;
+    a.mask = causal ? ir::MaskKind::causal : ir::MaskKind::none;
+    auto q = b.input("q", ir::Shape::of({batch, seq, heads, d}));
+    auto k = b.input("k", ir::Shape::of({batch, seq, kv, d}));
+    auto v = b.input("v", ir::Shape::of({batch, seq, kv, d}));
+    auto out = b.input("out", ir::Shape::of({batch, seq, heads, d}));
+    auto dout = b.input("dout", ir::Shape::of({batch, seq, heads, d}));
+    const ir::NodeId g = b.op(ir::OpKind::AttentionGrad, {q, k, v, out, dout}, a);
+    for (std::int64_t i = 0; i < 3; ++i)
+      b.output(b.get(g, i));
+  });
+  // QKᵀ, dO·Vᵀ, dS·K, dSᵀ·Q, Pᵀ·dO: 10·B·H·S²·D (half of it under a causal mask).
+  double flops = 10.0 * static_cast<double>(batch * heads * seq * seq * d) * (causal ? 0.5 : 1.0);
+  run(state, c, flops, 0);
+}
+
+void attention_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"threads", "B", "S", "H", "KVH", "causal"});
+  b->Args({1, 8, 128, 4, 4, 0}); // bert_mini b8 s128
+  b->Args({2, 8, 128, 4, 4, 0});
+  b->Args({2, 1, 128, 8, 2, 1});  // LLaMA hidden 512: 8 heads, 2 kv heads, causal
+  b->Args({2, 1, 1024, 8, 2, 1}); // a long causal sequence
+}
+BENCHMARK(BM_Attention)->Apply(attention_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttentionGrad)->Apply(attention_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 /// LayerNorm (oneDNN) or RMSNorm (ours) over [rows, d].
 void BM_Norm(benchmark::State& state, bool rms) {
   std::int64_t rows = state.range(1), d = state.range(2);

@@ -175,8 +175,8 @@ template <class T, class A>
     // Scale, softcap, bias and masks. Entries past jn are -inf, so the vector loops below run the
     // full, aligned tile width (no scalar peel or remainder) and those keys weigh 0.
     for (std::int64_t i = 0; i < qn; ++i)
-      attention_score_row<T, A>(p, b, h, q0 + i, j0, jn, std::assume_aligned<64>(s + i * kTileK),
-                                nullptr, scale, cap);
+      attention_score_row<T, A>(p, b, h, q0 + i, j0, jn, kTileK,
+                                std::assume_aligned<64>(s + i * kTileK), nullptr, scale, cap);
     // Online softmax: p_ij = e^(s_ij - m'_i), rescale the running sums by e^(m_i - m'_i).
     for (std::int64_t i = 0; i < qn; ++i) {
       A* si = std::assume_aligned<64>(s + i * kTileK);

@@ -65,16 +65,18 @@ std::pair<std::int64_t, std::int64_t> attention_key_range(const AttnParams<T>& p
 }
 
 /// The scores of query row \p qi (absolute) of head \p h, batch \p b against keys [j0, j0 + jn):
-/// \p si holds the raw dots q·k (kAttnTileK entries) and becomes scale·dot, soft-capped
+/// \p si holds the raw dots q·k (\p width >= jn entries) and becomes scale·dot, soft-capped
 /// c·tanh(s/c) (the tanh values into \p ti when it is not null), plus the bias, -inf where the
-/// mask hides the key and past jn. \p scale / \p cap are p.scale / p.softcap in the compute type.
+/// mask hides the key and in [jn, width). \p scale / \p cap are p.scale / p.softcap in the compute
+/// type.
 template <class T, class A>
 [[gnu::always_inline]] inline void
 attention_score_row(const AttnParams<T>& p, std::int64_t b, std::int64_t h, std::int64_t qi,
-                    std::int64_t j0, std::int64_t jn, A* si, A* ti, A scale, A cap) {
+                    std::int64_t j0, std::int64_t jn, std::int64_t width, A* si, A* ti, A scale,
+                    A cap) {
   constexpr A kNegInf = -std::numeric_limits<A>::infinity();
 #pragma omp simd
-  for (std::int64_t j = 0; j < kAttnTileK; ++j)
+  for (std::int64_t j = 0; j < width; ++j)
     si[j] = j < jn ? si[j] * scale : kNegInf;
   if (cap > 0) {
     if (ti)

@@ -18,6 +18,7 @@
 #include "attention_core.hpp"
 
 #include "../dtypes.hpp"
+#include "../gemm_packed.hpp"
 #include "../lower.hpp"
 #include "../simd.hpp"
 #include "rlx/ir/error.hpp"
@@ -136,7 +137,7 @@ tile_scores(const GradParams<T>& p, std::int64_t b, std::int64_t h, const T* qb,
             std::int64_t q0, std::int64_t qn, std::int64_t j0, std::int64_t jn, T* s, T* th) {
   tile_dots(qb, p.a.q_s, qn, kt, p.a.d, s);
   for (std::int64_t i = 0; i < qn; ++i)
-    attention_score_row<T, T>(p.a, b, h, q0 + i, j0, jn, s + i * kTk, th + i * kTk, p.scale,
+    attention_score_row<T, T>(p.a, b, h, q0 + i, j0, jn, kTk, s + i * kTk, th + i * kTk, p.scale,
                               p.softcap);
 }
 
@@ -260,15 +261,200 @@ template <class T>
   }
 }
 
+// ---- f32: the five products as packed-GEMM calls on cache-resident tiles ---------------------
+
+constexpr std::int64_t kF32Bq = 64;   ///< query rows per block (f32)
+constexpr std::int64_t kF32Mc = 144;  ///< rows of A per packed block of dKᵀ / dVᵀ products
+constexpr std::int64_t kF32Kc = 4096; ///< bytes of a B micro-panel row block (kc x NR floats) / 4
+
+/// Where one f32 task's tiles lie in its scratch slice (offsets in floats, each 64-byte aligned):
+/// dK / dV accumulators, the key and value tiles packed as GEMM B panels (Kᵀ, Vᵀ for the scores
+/// and dP, K for dQ), the block's S / P, dP / dS and tanh rows over all keys, the query and dout
+/// block packed as B panels (for dK, dV), the packed-A room and the row statistics.
+struct F32Tiles {
+  int mr = 0, nr = 0;
+  std::int64_t ld = 0; ///< row stride of the S, dP and tanh tiles (Sk rounded up to NR)
+  std::int64_t kc = 0; ///< K block of the products whose K is the key count
+  std::int64_t dk = 0, dv = 0, kt = 0, vt = 0, kp = 0, s = 0, dp = 0, th = 0, qp = 0, gp = 0,
+               ap = 0, total = 0;
+};
+
+F32Tiles f32_tiles(const AttnDims& a, packed::Isa isa) {
+  const auto& kern = packed::kernels(isa);
+  F32Tiles t;
+  t.mr = kern.tile_rows();
+  t.nr = kern.tile_cols();
+  t.ld = (a.sk + t.nr - 1) / t.nr * t.nr;
+  t.kc = std::max<std::int64_t>(t.mr, kF32Kc / t.nr);
+  std::int64_t at = 0;
+  auto take = [&](std::int64_t floats) {
+    const std::int64_t o = at;
+    at += (floats + 15) / 16 * 16;
+    return o;
+  };
+  t.dk = take(a.sk * a.d);
+  t.dv = take(a.sk * a.dv);
+  t.kt = take(packed::panel_floats(a.d, a.sk, t.nr));
+  t.vt = take(packed::panel_floats(a.dv, a.sk, t.nr));
+  t.kp = take(packed::panel_floats(a.sk, a.d, t.nr));
+  t.s = take(kF32Bq * t.ld);
+  t.dp = take(kF32Bq * t.ld);
+  t.th = take(kF32Bq * t.ld);
+  t.qp = take(packed::panel_floats(kF32Bq, a.d, t.nr));
+  t.gp = take(packed::panel_floats(kF32Bq, a.dv, t.nr));
+  const std::int64_t mc = (kF32Mc + t.mr - 1) / t.mr * t.mr;
+  const std::int64_t bq = (kF32Bq + t.mr - 1) / t.mr * t.mr;
+  t.ap = take(std::max(mc * kF32Bq, bq * std::max({t.kc, a.d, a.dv})));
+  t.total = at;
+  return t;
+}
+
+/// C[i0:i1, j0:j1] (+)= A · B on one thread, through the packed GEMM's block entry: A(i, p) at
+/// a[i rsa + p csa], B rows [k0, k0 + k) of a packing of b_rows rows, K in blocks of kc, M in
+/// blocks of mc (the packed A room holds mc x kc).
+void gemm(const packed::IsaKernels& kern, const float* a, std::int64_t rsa, std::int64_t csa,
+          const float* b_pack, std::int64_t b_rows, std::int64_t k0, std::int64_t k, float* c,
+          std::int64_t ldc, std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1,
+          std::int64_t mc, std::int64_t kc, bool accumulate, float* a_pack, int nr) {
+  packed::BlockArgs g;
+  g.a = a;
+  g.rsa = rsa;
+  g.csa = csa;
+  g.b_pack = b_pack + k0 * nr;
+  g.b_rows = b_rows;
+  g.c = c;
+  g.ldc = ldc;
+  g.k = k;
+  g.kc = kc;
+  g.j0 = j0;
+  g.j1 = j1;
+  g.a_pack = a_pack;
+  g.accumulate = accumulate;
+  for (std::int64_t i = i0; i < i1; i += mc) {
+    g.i0 = i;
+    g.i1 = std::min(i1, i + mc);
+    kern.gemm_block(g);
+  }
+}
+
+/// One (batch, KV head) f32 task: per query head of the group and block of Bq query rows, over the
+/// keys [ja, jb) it can see (ja rounded down to the tile width; the extra keys are masked):
+///   S = Q Kᵀ and dP = dO Vᵀ (GEMMs into Bq x Sk tiles), the row math in place (P, dS),
+///   dQ = dS K (straight into dq), dK += dSᵀ Q and dV += Pᵀ dO (into the task's accumulators).
 RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t task,
-                                        float* scratch) {
-  grad_task<float>(p, task, scratch);
+                                        float* scratch, const packed::IsaKernels& kern,
+                                        const F32Tiles& t) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const AttnParams<float>& a = p.a;
+  const std::int64_t kh = task % a.kv_heads, b = task / a.kv_heads;
+  const std::int64_t group = a.heads / a.kv_heads, d = a.d, dvd = a.dv, sk = a.sk;
+  const int nr = t.nr;
+  float* dk = scratch + t.dk;
+  float* dv = scratch + t.dv;
+  float* kt = scratch + t.kt;
+  float* vt = scratch + t.vt;
+  float* kp = scratch + t.kp;
+  float* s = scratch + t.s;
+  float* dp = scratch + t.dp;
+  float* th = scratch + t.th;
+  float* qp = scratch + t.qp;
+  float* gp = scratch + t.gp;
+  float* ap = scratch + t.ap;
+  const std::int64_t mc = (kF32Mc + t.mr - 1) / t.mr * t.mr;
+  std::fill(dk, dk + sk * d, 0.0f);
+  std::fill(dv, dv + sk * dvd, 0.0f);
+  const float* kb = a.k + b * a.k_b + kh * a.k_h;
+  const float* vb = a.v + b * a.v_b + kh * a.v_h;
+  // The KV head's tiles, packed once for the group's query heads and blocks: Kᵀ and Vᵀ (B of the
+  // scores and of dP: column j is key j) and K (B of dQ: row j is key j).
+  kern.pack_b(kb, 1, a.k_s, d, sk, kt);
+  kern.pack_b(vb, 1, a.v_s, dvd, sk, vt);
+  kern.pack_b(kb, a.k_s, 1, sk, d, kp);
+  const float scale = p.scale, cap = p.softcap;
+  for (std::int64_t g = 0; g < group; ++g) {
+    const std::int64_t h = kh * group + g;
+    for (std::int64_t q0 = 0; q0 < a.sq; q0 += kF32Bq) {
+      const std::int64_t qn = std::min(kF32Bq, a.sq - q0);
+      const float* qb = a.q + b * a.q_b + h * a.q_h + q0 * a.q_s;
+      const float* ob = p.o + b * a.o_b + h * a.o_h + q0 * a.o_s;
+      const float* gb = p.dout + b * a.o_b + h * a.o_h + q0 * a.o_s;
+      float* dqb = p.dq + b * a.q_b + h * a.q_h + q0 * a.q_s;
+      const auto [jmin, jmax] = attention_key_range(a, q0, qn);
+      if (jmin >= jmax) { // no key visible to the block: dq is 0, nothing reaches dk / dv
+        for (std::int64_t i = 0; i < qn; ++i)
+          std::fill(dqb + i * a.q_s, dqb + i * a.q_s + d, 0.0f);
+        continue;
+      }
+      const std::int64_t ja = jmin / nr * nr, nk = jmax - ja;
+      // S = Q Kᵀ and dP = dO Vᵀ over keys [ja, jmax) (the tiles' columns are absolute keys).
+      gemm(kern, qb, a.q_s, 1, kt, d, 0, d, s, t.ld, 0, qn, ja, jmax, mc, t.kc, false, ap, nr);
+      gemm(kern, gb, a.o_s, 1, vt, dvd, 0, dvd, dp, t.ld, 0, qn, ja, jmax, mc, t.kc, false, ap, nr);
+      // Row math: scores -> P = softmax (0 for a row with no kept key), dS = P (dP - D) scale
+      // (1 - tanh² under a softcap), D = dout · out.
+      for (std::int64_t i = 0; i < qn; ++i) {
+        float* si = s + i * t.ld + ja;
+        float* di = dp + i * t.ld + ja;
+        float* ti = th + i * t.ld + ja;
+        attention_score_row<float, float>(a, b, h, q0 + i, ja, nk, nk, si, ti, scale, cap);
+        float mx = kNegInf;
+#pragma omp simd reduction(max : mx)
+        for (std::int64_t j = 0; j < nk; ++j)
+          mx = si[j] > mx ? si[j] : mx;
+        if (mx == kNegInf) {
+          std::fill(si, si + nk, 0.0f);
+          std::fill(di, di + nk, 0.0f);
+          continue;
+        }
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (std::int64_t j = 0; j < nk; ++j) {
+          si[j] = simd::exp(si[j] - mx);
+          sum += si[j];
+        }
+        const float inv = 1.0f / sum;
+        const float* oi = ob + i * a.o_s;
+        const float* gi = gb + i * a.o_s;
+        float rd = 0.0f;
+#pragma omp simd reduction(+ : rd)
+        for (std::int64_t e = 0; e < dvd; ++e)
+          rd += gi[e] * oi[e];
+#pragma omp simd
+        for (std::int64_t j = 0; j < nk; ++j) {
+          const float pj = si[j] * inv;
+          si[j] = pj;
+          di[j] = pj * (di[j] - rd) * scale;
+        }
+        if (cap > 0) {
+#pragma omp simd
+          for (std::int64_t j = 0; j < nk; ++j)
+            di[j] *= 1.0f - ti[j] * ti[j];
+        }
+      }
+      // dQ = dS K (every visible key in one product, straight into dq).
+      gemm(kern, dp + ja, t.ld, 1, kp, sk, ja, nk, dqb, a.q_s, 0, qn, 0, d, mc, t.kc, false, ap,
+           nr);
+      // dK[ja:] += dSᵀ Q and dV[ja:] += Pᵀ dO: the block's q and dout rows packed as B panels.
+      kern.pack_b(qb, a.q_s, 1, qn, d, qp);
+      kern.pack_b(gb, a.o_s, 1, qn, dvd, gp);
+      gemm(kern, dp + ja, 1, t.ld, qp, qn, 0, qn, dk + ja * d, d, 0, nk, 0, d, mc, t.kc, true, ap,
+           nr);
+      gemm(kern, s + ja, 1, t.ld, gp, qn, 0, qn, dv + ja * dvd, dvd, 0, nk, 0, dvd, mc, t.kc, true,
+           ap, nr);
+    }
+  }
+  float* dkb = p.dk + b * a.k_b + kh * a.k_h;
+  float* dvb = p.dv + b * a.v_b + kh * a.v_h;
+  for (std::int64_t j = 0; j < sk; ++j) {
+    std::copy(dk + j * d, dk + (j + 1) * d, dkb + j * a.k_s);
+    std::copy(dv + j * dvd, dv + (j + 1) * dvd, dvb + j * a.v_s);
+  }
 }
 
 std::int64_t slice_bytes(const NodeView& n) {
   const AttnDims s = attention_dims(n);
-  const std::int64_t elem = n.in(0).dtype == ir::DType::f32 ? 4 : 8;
-  return (task_elems(s.sk, s.d, s.dv) * elem + 63) / 64 * 64;
+  if (n.in(0).dtype == ir::DType::f32)
+    return f32_tiles(s, packed::best_isa()).total * 4;
+  return (task_elems(s.sk, s.d, s.dv) * 8 + 63) / 64 * 64;
 }
 std::int64_t attention_grad_scratch(const NodeView& n) {
   const AttnDims s = attention_dims(n);
@@ -288,6 +474,10 @@ public:
     p_.dv = reinterpret_cast<T*>(c.dst() + c.out().part_offset(2));
     p_.scale = static_cast<T>(p_.a.scale);
     p_.softcap = static_cast<T>(p_.a.softcap);
+    if constexpr (std::is_same_v<T, float>) {
+      kern_ = &packed::kernels(packed::best_isa());
+      tiles_ = f32_tiles(attention_dims(c), packed::best_isa());
+    }
     scratch_ = c.scratch(attention_grad_scratch(c));
     mask_.bind(c, 5, p_.a, scratch_ + slice_ * threads_);
   }
@@ -299,7 +489,7 @@ public:
       T* scratch = reinterpret_cast<T*>(scratch_ + slice_ * (slot < threads_ ? slot : 0));
       for (std::int64_t t = b; t < e; ++t) {
         if constexpr (std::is_same_v<T, float>)
-          grad_task_f32(p_, t, scratch);
+          grad_task_f32(p_, t, scratch, *kern_, tiles_);
         else
           grad_task<T>(p_, t, scratch);
       }
@@ -312,6 +502,8 @@ private:
   int threads_;
   std::byte* scratch_ = nullptr;
   AttnMaskInput mask_;
+  const packed::IsaKernels* kern_ = nullptr; ///< f32: the packed GEMM's tile code
+  F32Tiles tiles_{};                         ///< f32: the task's tiles in its slice
 };
 
 bool accepts_f32_f64(const NodeView& n) {
