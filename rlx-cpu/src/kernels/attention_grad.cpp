@@ -268,15 +268,14 @@ constexpr std::int64_t kF32Mc = 144;  ///< rows of A per packed block of dKᵀ /
 constexpr std::int64_t kF32Kc = 4096; ///< bytes of a B micro-panel row block (kc x NR floats) / 4
 
 /// Where one f32 task's tiles lie in its scratch slice (offsets in floats, each 64-byte aligned):
-/// dK / dV accumulators, the key and value tiles packed as GEMM B panels (Kᵀ, Vᵀ for the scores
+/// the key and value tiles packed as GEMM B panels (Kᵀ, Vᵀ for the scores
 /// and dP, K for dQ), the block's S / P, dP / dS and tanh rows over all keys, the query and dout
 /// block packed as B panels (for dK, dV), the packed-A room and the row statistics.
 struct F32Tiles {
   int mr = 0, nr = 0;
   std::int64_t ld = 0; ///< row stride of the S, dP and tanh tiles (Sk rounded up to NR)
   std::int64_t kc = 0; ///< K block of the products whose K is the key count
-  std::int64_t dk = 0, dv = 0, kt = 0, vt = 0, kp = 0, s = 0, dp = 0, th = 0, qp = 0, gp = 0,
-               ap = 0, total = 0;
+  std::int64_t kt = 0, vt = 0, kp = 0, s = 0, dp = 0, th = 0, qp = 0, gp = 0, ap = 0, total = 0;
 };
 
 F32Tiles f32_tiles(const AttnDims& a, packed::Isa isa) {
@@ -292,8 +291,6 @@ F32Tiles f32_tiles(const AttnDims& a, packed::Isa isa) {
     at += (floats + 15) / 16 * 16;
     return o;
   };
-  t.dk = take(a.sk * a.d);
-  t.dv = take(a.sk * a.dv);
   t.kt = take(packed::panel_floats(a.d, a.sk, t.nr));
   t.vt = take(packed::panel_floats(a.dv, a.sk, t.nr));
   t.kp = take(packed::panel_floats(a.sk, a.d, t.nr));
@@ -349,8 +346,6 @@ RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t
   const std::int64_t kh = task % a.kv_heads, b = task / a.kv_heads;
   const std::int64_t group = a.heads / a.kv_heads, d = a.d, dvd = a.dv, sk = a.sk;
   const int nr = t.nr;
-  float* dk = scratch + t.dk;
-  float* dv = scratch + t.dv;
   float* kt = scratch + t.kt;
   float* vt = scratch + t.vt;
   float* kp = scratch + t.kp;
@@ -361,8 +356,13 @@ RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t
   float* gp = scratch + t.gp;
   float* ap = scratch + t.ap;
   const std::int64_t mc = (kF32Mc + t.mr - 1) / t.mr * t.mr;
-  std::fill(dk, dk + sk * d, 0.0f);
-  std::fill(dv, dv + sk * dvd, 0.0f);
+  // dK / dV of the KV head are this task's alone: the products accumulate into them in place.
+  float* dk = p.dk + b * a.k_b + kh * a.k_h;
+  float* dv = p.dv + b * a.v_b + kh * a.v_h;
+  for (std::int64_t j = 0; j < sk; ++j) {
+    std::fill(dk + j * a.k_s, dk + j * a.k_s + d, 0.0f);
+    std::fill(dv + j * a.v_s, dv + j * a.v_s + dvd, 0.0f);
+  }
   const float* kb = a.k + b * a.k_b + kh * a.k_h;
   const float* vb = a.v + b * a.v_b + kh * a.v_h;
   // The KV head's tiles, packed once for the group's query heads and blocks: Kᵀ and Vᵀ (B of the
@@ -436,17 +436,11 @@ RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t
       // dK[ja:] += dSᵀ Q and dV[ja:] += Pᵀ dO: the block's q and dout rows packed as B panels.
       kern.pack_b(qb, a.q_s, 1, qn, d, qp);
       kern.pack_b(gb, a.o_s, 1, qn, dvd, gp);
-      gemm(kern, dp + ja, 1, t.ld, qp, qn, 0, qn, dk + ja * d, d, 0, nk, 0, d, mc, t.kc, true, ap,
-           nr);
-      gemm(kern, s + ja, 1, t.ld, gp, qn, 0, qn, dv + ja * dvd, dvd, 0, nk, 0, dvd, mc, t.kc, true,
-           ap, nr);
+      gemm(kern, dp + ja, 1, t.ld, qp, qn, 0, qn, dk + ja * a.k_s, a.k_s, 0, nk, 0, d, mc, t.kc,
+           true, ap, nr);
+      gemm(kern, s + ja, 1, t.ld, gp, qn, 0, qn, dv + ja * a.v_s, a.v_s, 0, nk, 0, dvd, mc, t.kc,
+           true, ap, nr);
     }
-  }
-  float* dkb = p.dk + b * a.k_b + kh * a.k_h;
-  float* dvb = p.dv + b * a.v_b + kh * a.v_h;
-  for (std::int64_t j = 0; j < sk; ++j) {
-    std::copy(dk + j * d, dk + (j + 1) * d, dkb + j * a.k_s);
-    std::copy(dv + j * dvd, dv + (j + 1) * dvd, dvb + j * a.v_s);
   }
 }
 
