@@ -1,20 +1,21 @@
 // attention_grad.cpp: AttentionGrad (ops.def "backward ops 2"), the VJP of attention for q, k and
-// v, as a memory-efficient kernel in the style of flash attention's backward.
+// v, in the style of flash attention's backward: per block of query rows, never an Sq×Sk matrix.
+// The tile setup (strides, GQA mapping, scale / softcap, the score row with its mask predicate, the
+// visible key range, the mask operand) is the forward's, from attention_core.hpp.
 //
 // Tasks are (batch, KV head) pairs on the TBB pool, so dK / dV of a KV head (summed over the query
 // heads of its GQA group) belong to one task: no atomics, no reduction afterwards. Per query head
-// of the group and per block of Bq query rows:
-//   pass 1, per key tile: s_ij = scale q_i·k_j -> softcap c tanh(s/c) -> + bias -> -inf where
-//           masked; online row max m_i and sum l_i (the forward's softmax statistics, recomputed:
-//           the op reads out, not a saved logsumexp);
-//   D_i = dout_i · out_i (= Σ_j p_ij dp_ij);
-//   pass 2, per key tile: p_ij = e^(s_ij - m_i) / l_i (0 where masked or the row has no kept key),
-//           dp_ij = dout_i · v_j, ds_ij = p_ij (dp_ij - D_i) (1 - t_ij^2 under a softcap) scale;
-//           dq_i += Σ_j ds_ij k_j, dk_j += Σ_i ds_ij q_i, dv_j += Σ_i p_ij dout_i.
-// A thread holds three Bq×Tk tiles, Bq×D dq accumulators, row statistics and its task's Sk×(D+Dv)
-// dK / dV accumulators (its slice of the planned scratch); never an Sq×Sk matrix. Causal and
-// sliding-window masks skip whole tiles. f32 tasks are compiled for AVX-512 / AVX2 / baseline;
-// f64 runs the same code in double.
+// of the group and block of query rows, over the keys the block can see:
+//   s_ij = scale q_i·k_j -> softcap c tanh(s/c) -> + bias -> -inf where masked;
+//   p_ij = e^(s_ij - m_i) / l_i (the forward's softmax, recomputed: the op reads out, not a saved
+//          logsumexp; 0 where masked or the row has no kept key);
+//   D_i = dout_i · out_i (= Σ_j p_ij dp_ij), dp_ij = dout_i · v_j,
+//   ds_ij = p_ij (dp_ij - D_i) (1 - t_ij^2 under a softcap) scale;
+//   dq_i = Σ_j ds_ij k_j, dk_j += Σ_i ds_ij q_i, dv_j += Σ_i p_ij dout_i.
+// f32: the five products are calls of the packed GEMM's block entry (gemm_packed.hpp) on
+// cache-resident tiles; a block holds its rows' scores over every visible key, so the row max and
+// sum come from one pass (no online rescaling). f64: the same math in scalar 32×64 tiles, two
+// passes (statistics, then products).
 #include "attention_core.hpp"
 
 #include "../dtypes.hpp"
@@ -141,7 +142,8 @@ tile_scores(const GradParams<T>& p, std::int64_t b, std::int64_t h, const T* qb,
                               p.softcap);
 }
 
-/// One (batch, KV head) task.
+/// One (batch, KV head) task of the scalar path (f64): per block, pass 1 the softmax statistics
+/// over 64-key tiles (online max / sum), pass 2 the products tile by tile.
 template <class T>
 [[gnu::always_inline]] inline void grad_task(const GradParams<T>& p, std::int64_t task,
                                              T* scratch) {
@@ -265,20 +267,21 @@ template <class T>
 
 constexpr std::int64_t kF32Bq = 64;   ///< query rows per block (f32)
 constexpr std::int64_t kF32Mc = 144;  ///< rows of A per packed block of dKᵀ / dVᵀ products
-constexpr std::int64_t kF32Kc = 4096; ///< bytes of a B micro-panel row block (kc x NR floats) / 4
+constexpr std::int64_t kF32Kc = 4096; ///< floats of a B micro-panel (kc x NR) kept in L1: 16 KiB
 
 /// Where one f32 task's tiles lie in its scratch slice (offsets in floats, each 64-byte aligned):
-/// the key and value tiles packed as GEMM B panels (Kᵀ, Vᵀ for the scores
-/// and dP, K for dQ), the block's S / P, dP / dS and tanh rows over all keys, the query and dout
-/// block packed as B panels (for dK, dV), the packed-A room and the row statistics.
+/// the KV head's keys and values packed as GEMM B panels (Kᵀ and Vᵀ for the scores and dP, K for
+/// dQ), the query block's S / P, dP / dS and (under a softcap) tanh rows over all keys, the block's
+/// q and dout rows packed as B panels (for dK, dV) and the packed-A room.
 struct F32Tiles {
   int mr = 0, nr = 0;
   std::int64_t ld = 0; ///< row stride of the S, dP and tanh tiles (Sk rounded up to NR)
   std::int64_t kc = 0; ///< K block of the products whose K is the key count
-  std::int64_t kt = 0, vt = 0, kp = 0, s = 0, dp = 0, th = 0, qp = 0, gp = 0, ap = 0, total = 0;
+  std::int64_t kt = 0, vt = 0, kp = 0, s = 0, dp = 0, th = -1 /* none without a softcap */, qp = 0,
+               gp = 0, ap = 0, total = 0;
 };
 
-F32Tiles f32_tiles(const AttnDims& a, packed::Isa isa) {
+F32Tiles f32_tiles(const AttnDims& a, bool softcap, packed::Isa isa) {
   const auto& kern = packed::kernels(isa);
   F32Tiles t;
   t.mr = kern.tile_rows();
@@ -296,7 +299,7 @@ F32Tiles f32_tiles(const AttnDims& a, packed::Isa isa) {
   t.kp = take(packed::panel_floats(a.sk, a.d, t.nr));
   t.s = take(kF32Bq * t.ld);
   t.dp = take(kF32Bq * t.ld);
-  t.th = take(kF32Bq * t.ld);
+  t.th = softcap ? take(kF32Bq * t.ld) : -1;
   t.qp = take(packed::panel_floats(kF32Bq, a.d, t.nr));
   t.gp = take(packed::panel_floats(kF32Bq, a.dv, t.nr));
   const std::int64_t mc = (kF32Mc + t.mr - 1) / t.mr * t.mr;
@@ -351,7 +354,7 @@ RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t
   float* kp = scratch + t.kp;
   float* s = scratch + t.s;
   float* dp = scratch + t.dp;
-  float* th = scratch + t.th;
+  float* th = t.th >= 0 ? scratch + t.th : nullptr;
   float* qp = scratch + t.qp;
   float* gp = scratch + t.gp;
   float* ap = scratch + t.ap;
@@ -394,7 +397,7 @@ RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t
       for (std::int64_t i = 0; i < qn; ++i) {
         float* si = s + i * t.ld + ja;
         float* di = dp + i * t.ld + ja;
-        float* ti = th + i * t.ld + ja;
+        float* ti = th ? th + i * t.ld + ja : nullptr;
         attention_score_row<float, float>(a, b, h, q0 + i, ja, nk, nk, si, ti, scale, cap);
         float mx = kNegInf;
 #pragma omp simd reduction(max : mx)
@@ -447,7 +450,10 @@ RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t
 std::int64_t slice_bytes(const NodeView& n) {
   const AttnDims s = attention_dims(n);
   if (n.in(0).dtype == ir::DType::f32)
-    return f32_tiles(s, packed::best_isa()).total * 4;
+    return f32_tiles(s, n.node().attr<ir::AttentionAttrs>().softcap.value_or(0.0) > 0,
+                     packed::best_isa())
+               .total *
+           4;
   return (task_elems(s.sk, s.d, s.dv) * 8 + 63) / 64 * 64;
 }
 std::int64_t attention_grad_scratch(const NodeView& n) {
@@ -470,7 +476,7 @@ public:
     p_.softcap = static_cast<T>(p_.a.softcap);
     if constexpr (std::is_same_v<T, float>) {
       kern_ = &packed::kernels(packed::best_isa());
-      tiles_ = f32_tiles(attention_dims(c), packed::best_isa());
+      tiles_ = f32_tiles(attention_dims(c), p_.a.softcap > 0, packed::best_isa());
     }
     scratch_ = c.scratch(attention_grad_scratch(c));
     mask_.bind(c, 5, p_.a, scratch_ + slice_ * threads_);
