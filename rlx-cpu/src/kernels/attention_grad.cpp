@@ -337,17 +337,38 @@ void gemm(const packed::IsaKernels& kern, const float* a, std::int64_t rsa, std:
   }
 }
 
-/// One (batch, KV head) f32 task: per query head of the group and block of Bq query rows, over the
-/// keys [ja, jb) it can see (ja rounded down to the tile width; the extra keys are masked):
+/// Parts each (batch, KV head) pair's query blocks are split into (f32): 1 while there are at
+/// least as many pairs as threads, else enough for every thread (at most one block each); each
+/// part then accumulates dK / dV into a partial of its own, summed into the results afterwards.
+std::int64_t f32_parts(const AttnDims& s, int threads) {
+  const std::int64_t pairs = s.batch * s.kv_heads;
+  if (pairs == 0 || pairs >= threads)
+    return 1;
+  const std::int64_t units = (s.heads / s.kv_heads) * ((s.sq + kF32Bq - 1) / kF32Bq);
+  return std::clamp<std::int64_t>((threads + pairs - 1) / pairs, 1,
+                                  std::max<std::int64_t>(units, 1));
+}
+
+/// Bytes of the dK / dV partials for \p parts parts (none for one part).
+std::int64_t f32_partial_bytes(const AttnDims& s, std::int64_t parts) {
+  return parts > 1 ? (s.batch * s.kv_heads * parts * s.sk * (s.d + s.dv) * 4 + 63) / 64 * 64 : 0;
+}
+
+/// One f32 task: part \p part of \p parts of a (batch, KV head) pair's (query head, block of Bq
+/// query rows) units. Per unit, over the keys [ja, jb) the block can see (ja rounded down to the
+/// tile width; the extra keys are masked):
 ///   S = Q Kᵀ and dP = dO Vᵀ (GEMMs into Bq x Sk tiles), the row math in place (P, dS),
-///   dQ = dS K (straight into dq), dK += dSᵀ Q and dV += Pᵀ dO (into the task's accumulators).
+///   dQ = dS K (straight into dq), dK += dSᵀ Q and dV += Pᵀ dO (into the results when the pair is
+///   one part, else into the part's slice of \p partials).
 RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t task,
-                                        float* scratch, const packed::IsaKernels& kern,
-                                        const F32Tiles& t) {
+                                        std::int64_t parts, float* partials, float* scratch,
+                                        const packed::IsaKernels& kern, const F32Tiles& t) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const AttnParams<float>& a = p.a;
-  const std::int64_t kh = task % a.kv_heads, b = task / a.kv_heads;
+  const std::int64_t pair = task / parts, part = task % parts;
+  const std::int64_t kh = pair % a.kv_heads, b = pair / a.kv_heads;
   const std::int64_t group = a.heads / a.kv_heads, d = a.d, dvd = a.dv, sk = a.sk;
+  const std::int64_t blocks = (a.sq + kF32Bq - 1) / kF32Bq, units = group * blocks;
   const int nr = t.nr;
   float* kt = scratch + t.kt;
   float* vt = scratch + t.vt;
@@ -359,12 +380,20 @@ RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t
   float* gp = scratch + t.gp;
   float* ap = scratch + t.ap;
   const std::int64_t mc = (kF32Mc + t.mr - 1) / t.mr * t.mr;
-  // dK / dV of the KV head are this task's alone: the products accumulate into them in place.
+  // dK / dV of a KV head split in one part are this task's alone: the products accumulate into
+  // them in place. Otherwise into the part's partial ([Sk][D] then [Sk][Dv]).
   float* dk = p.dk + b * a.k_b + kh * a.k_h;
   float* dv = p.dv + b * a.v_b + kh * a.v_h;
+  std::int64_t ldk = a.k_s, ldv = a.v_s;
+  if (parts > 1) {
+    dk = partials + task * sk * (d + dvd);
+    dv = dk + sk * d;
+    ldk = d;
+    ldv = dvd;
+  }
   for (std::int64_t j = 0; j < sk; ++j) {
-    std::fill(dk + j * a.k_s, dk + j * a.k_s + d, 0.0f);
-    std::fill(dv + j * a.v_s, dv + j * a.v_s + dvd, 0.0f);
+    std::fill(dk + j * ldk, dk + j * ldk + d, 0.0f);
+    std::fill(dv + j * ldv, dv + j * ldv + dvd, 0.0f);
   }
   const float* kb = a.k + b * a.k_b + kh * a.k_h;
   const float* vb = a.v + b * a.v_b + kh * a.v_h;
@@ -374,76 +403,73 @@ RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t
   kern.pack_b(vb, 1, a.v_s, dvd, sk, vt);
   kern.pack_b(kb, a.k_s, 1, sk, d, kp);
   const float scale = p.scale, cap = p.softcap;
-  for (std::int64_t g = 0; g < group; ++g) {
-    const std::int64_t h = kh * group + g;
-    for (std::int64_t q0 = 0; q0 < a.sq; q0 += kF32Bq) {
-      const std::int64_t qn = std::min(kF32Bq, a.sq - q0);
-      const float* qb = a.q + b * a.q_b + h * a.q_h + q0 * a.q_s;
-      const float* ob = p.o + b * a.o_b + h * a.o_h + q0 * a.o_s;
-      const float* gb = p.dout + b * a.o_b + h * a.o_h + q0 * a.o_s;
-      float* dqb = p.dq + b * a.q_b + h * a.q_h + q0 * a.q_s;
-      const auto [jmin, jmax] = attention_key_range(a, q0, qn);
-      if (jmin >= jmax) { // no key visible to the block: dq is 0, nothing reaches dk / dv
-        for (std::int64_t i = 0; i < qn; ++i)
-          std::fill(dqb + i * a.q_s, dqb + i * a.q_s + d, 0.0f);
+  for (std::int64_t u = part * units / parts; u < (part + 1) * units / parts; ++u) {
+    const std::int64_t h = kh * group + u / blocks, q0 = u % blocks * kF32Bq;
+    const std::int64_t qn = std::min(kF32Bq, a.sq - q0);
+    const float* qb = a.q + b * a.q_b + h * a.q_h + q0 * a.q_s;
+    const float* ob = p.o + b * a.o_b + h * a.o_h + q0 * a.o_s;
+    const float* gb = p.dout + b * a.o_b + h * a.o_h + q0 * a.o_s;
+    float* dqb = p.dq + b * a.q_b + h * a.q_h + q0 * a.q_s;
+    const auto [jmin, jmax] = attention_key_range(a, q0, qn);
+    if (jmin >= jmax) { // no key visible to the block: dq is 0, nothing reaches dk / dv
+      for (std::int64_t i = 0; i < qn; ++i)
+        std::fill(dqb + i * a.q_s, dqb + i * a.q_s + d, 0.0f);
+      continue;
+    }
+    const std::int64_t ja = jmin / nr * nr, nk = jmax - ja;
+    // S = Q Kᵀ and dP = dO Vᵀ over keys [ja, jmax) (the tiles' columns are absolute keys).
+    gemm(kern, qb, a.q_s, 1, kt, d, 0, d, s, t.ld, 0, qn, ja, jmax, mc, t.kc, false, ap, nr);
+    gemm(kern, gb, a.o_s, 1, vt, dvd, 0, dvd, dp, t.ld, 0, qn, ja, jmax, mc, t.kc, false, ap, nr);
+    // Row math: scores -> P = softmax (0 for a row with no kept key), dS = P (dP - D) scale
+    // (1 - tanh² under a softcap), D = dout · out.
+    for (std::int64_t i = 0; i < qn; ++i) {
+      float* si = s + i * t.ld + ja;
+      float* di = dp + i * t.ld + ja;
+      float* ti = th ? th + i * t.ld + ja : nullptr;
+      attention_score_row<float, float>(a, b, h, q0 + i, ja, nk, nk, si, ti, scale, cap);
+      float mx = kNegInf;
+#pragma omp simd reduction(max : mx)
+      for (std::int64_t j = 0; j < nk; ++j)
+        mx = si[j] > mx ? si[j] : mx;
+      if (mx == kNegInf) {
+        std::fill(si, si + nk, 0.0f);
+        std::fill(di, di + nk, 0.0f);
         continue;
       }
-      const std::int64_t ja = jmin / nr * nr, nk = jmax - ja;
-      // S = Q Kᵀ and dP = dO Vᵀ over keys [ja, jmax) (the tiles' columns are absolute keys).
-      gemm(kern, qb, a.q_s, 1, kt, d, 0, d, s, t.ld, 0, qn, ja, jmax, mc, t.kc, false, ap, nr);
-      gemm(kern, gb, a.o_s, 1, vt, dvd, 0, dvd, dp, t.ld, 0, qn, ja, jmax, mc, t.kc, false, ap, nr);
-      // Row math: scores -> P = softmax (0 for a row with no kept key), dS = P (dP - D) scale
-      // (1 - tanh² under a softcap), D = dout · out.
-      for (std::int64_t i = 0; i < qn; ++i) {
-        float* si = s + i * t.ld + ja;
-        float* di = dp + i * t.ld + ja;
-        float* ti = th ? th + i * t.ld + ja : nullptr;
-        attention_score_row<float, float>(a, b, h, q0 + i, ja, nk, nk, si, ti, scale, cap);
-        float mx = kNegInf;
-#pragma omp simd reduction(max : mx)
-        for (std::int64_t j = 0; j < nk; ++j)
-          mx = si[j] > mx ? si[j] : mx;
-        if (mx == kNegInf) {
-          std::fill(si, si + nk, 0.0f);
-          std::fill(di, di + nk, 0.0f);
-          continue;
-        }
-        float sum = 0.0f;
+      float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-        for (std::int64_t j = 0; j < nk; ++j) {
-          si[j] = simd::exp(si[j] - mx);
-          sum += si[j];
-        }
-        const float inv = 1.0f / sum;
-        const float* oi = ob + i * a.o_s;
-        const float* gi = gb + i * a.o_s;
-        float rd = 0.0f;
-#pragma omp simd reduction(+ : rd)
-        for (std::int64_t e = 0; e < dvd; ++e)
-          rd += gi[e] * oi[e];
-#pragma omp simd
-        for (std::int64_t j = 0; j < nk; ++j) {
-          const float pj = si[j] * inv;
-          si[j] = pj;
-          di[j] = pj * (di[j] - rd) * scale;
-        }
-        if (cap > 0) {
-#pragma omp simd
-          for (std::int64_t j = 0; j < nk; ++j)
-            di[j] *= 1.0f - ti[j] * ti[j];
-        }
+      for (std::int64_t j = 0; j < nk; ++j) {
+        si[j] = simd::exp(si[j] - mx);
+        sum += si[j];
       }
-      // dQ = dS K (every visible key in one product, straight into dq).
-      gemm(kern, dp + ja, t.ld, 1, kp, sk, ja, nk, dqb, a.q_s, 0, qn, 0, d, mc, t.kc, false, ap,
-           nr);
-      // dK[ja:] += dSᵀ Q and dV[ja:] += Pᵀ dO: the block's q and dout rows packed as B panels.
-      kern.pack_b(qb, a.q_s, 1, qn, d, qp);
-      kern.pack_b(gb, a.o_s, 1, qn, dvd, gp);
-      gemm(kern, dp + ja, 1, t.ld, qp, qn, 0, qn, dk + ja * a.k_s, a.k_s, 0, nk, 0, d, mc, t.kc,
-           true, ap, nr);
-      gemm(kern, s + ja, 1, t.ld, gp, qn, 0, qn, dv + ja * a.v_s, a.v_s, 0, nk, 0, dvd, mc, t.kc,
-           true, ap, nr);
+      const float inv = 1.0f / sum;
+      const float* oi = ob + i * a.o_s;
+      const float* gi = gb + i * a.o_s;
+      float rd = 0.0f;
+#pragma omp simd reduction(+ : rd)
+      for (std::int64_t e = 0; e < dvd; ++e)
+        rd += gi[e] * oi[e];
+#pragma omp simd
+      for (std::int64_t j = 0; j < nk; ++j) {
+        const float pj = si[j] * inv;
+        si[j] = pj;
+        di[j] = pj * (di[j] - rd) * scale;
+      }
+      if (cap > 0) {
+#pragma omp simd
+        for (std::int64_t j = 0; j < nk; ++j)
+          di[j] *= 1.0f - ti[j] * ti[j];
+      }
     }
+    // dQ = dS K (every visible key in one product, straight into dq).
+    gemm(kern, dp + ja, t.ld, 1, kp, sk, ja, nk, dqb, a.q_s, 0, qn, 0, d, mc, t.kc, false, ap, nr);
+    // dK[ja:] += dSᵀ Q and dV[ja:] += Pᵀ dO: the block's q and dout rows packed as B panels.
+    kern.pack_b(qb, a.q_s, 1, qn, d, qp);
+    kern.pack_b(gb, a.o_s, 1, qn, dvd, gp);
+    gemm(kern, dp + ja, 1, t.ld, qp, qn, 0, qn, dk + ja * ldk, ldk, 0, nk, 0, d, mc, t.kc, true, ap,
+         nr);
+    gemm(kern, s + ja, 1, t.ld, gp, qn, 0, qn, dv + ja * ldv, ldv, 0, nk, 0, dvd, mc, t.kc, true,
+         ap, nr);
   }
 }
 
@@ -456,10 +482,13 @@ std::int64_t slice_bytes(const NodeView& n) {
            4;
   return (task_elems(s.sk, s.d, s.dv) * 8 + 63) / 64 * 64;
 }
+/// Scratch: one task slice per thread, the padding keep flags, the f32 dK / dV partials.
 std::int64_t attention_grad_scratch(const NodeView& n) {
   const AttnDims s = attention_dims(n);
+  const std::int64_t partials =
+      n.in(0).dtype == ir::DType::f32 ? f32_partial_bytes(s, f32_parts(s, n.threads)) : 0;
   return slice_bytes(n) * std::max(n.threads, 1) +
-         attention_keep_bytes(n.node().attr<ir::AttentionAttrs>().mask, s.batch, s.sk);
+         attention_keep_bytes(n.node().attr<ir::AttentionAttrs>().mask, s.batch, s.sk) + partials;
 }
 
 template <class T> class AttentionGradKernel final : public Kernel {
@@ -474,30 +503,65 @@ public:
     p_.dv = reinterpret_cast<T*>(c.dst() + c.out().part_offset(2));
     p_.scale = static_cast<T>(p_.a.scale);
     p_.softcap = static_cast<T>(p_.a.softcap);
+    const AttnDims dims = attention_dims(c);
     if constexpr (std::is_same_v<T, float>) {
       kern_ = &packed::kernels(packed::best_isa());
-      tiles_ = f32_tiles(attention_dims(c), p_.a.softcap > 0, packed::best_isa());
+      tiles_ = f32_tiles(dims, p_.a.softcap > 0, packed::best_isa());
+      parts_ = f32_parts(dims, c.threads);
     }
     scratch_ = c.scratch(attention_grad_scratch(c));
-    mask_.bind(c, 5, p_.a, scratch_ + slice_ * threads_);
+    std::byte* keep = scratch_ + slice_ * threads_;
+    mask_.bind(c, 5, p_.a, keep);
+    partials_ =
+        reinterpret_cast<float*>(keep + attention_keep_bytes(p_.a.mask, dims.batch, dims.sk));
   }
 
   void run(ExecContext& ctx) override {
     mask_.refresh();
-    const std::int64_t tasks = p_.a.batch * p_.a.kv_heads;
-    parallel_for_slots(ctx, tasks, 1, [&](std::int64_t b, std::int64_t e, int slot) {
+    const std::int64_t pairs = p_.a.batch * p_.a.kv_heads;
+    parallel_for_slots(ctx, pairs * parts_, 1, [&](std::int64_t b, std::int64_t e, int slot) {
       T* scratch = reinterpret_cast<T*>(scratch_ + slice_ * (slot < threads_ ? slot : 0));
       for (std::int64_t t = b; t < e; ++t) {
         if constexpr (std::is_same_v<T, float>)
-          grad_task_f32(p_, t, scratch, *kern_, tiles_);
+          grad_task_f32(p_, t, parts_, partials_, scratch, *kern_, tiles_);
         else
           grad_task<T>(p_, t, scratch);
       }
     });
+    if (parts_ > 1)
+      sum_partials(ctx);
   }
 
 private:
+  /// dK / dV rows = the sum of the parts' partial rows, in part order.
+  void sum_partials(ExecContext& ctx) {
+    const AttnParams<T>& a = p_.a;
+    const std::int64_t d = a.d, dvd = a.dv, sk = a.sk, per = sk * (d + dvd);
+    parallel_for(ctx, a.batch * a.kv_heads * sk, grain_for((d + dvd) * parts_),
+                 [&](std::int64_t r0, std::int64_t r1) {
+                   for (std::int64_t r = r0; r < r1; ++r) {
+                     const std::int64_t pair = r / sk, j = r % sk;
+                     const std::int64_t kh = pair % a.kv_heads, b = pair / a.kv_heads;
+                     T* dk = p_.dk + b * a.k_b + kh * a.k_h + j * a.k_s;
+                     T* dv = p_.dv + b * a.v_b + kh * a.v_h + j * a.v_s;
+                     const float* part = partials_ + pair * parts_ * per;
+                     std::copy(part + j * d, part + (j + 1) * d, dk);
+                     std::copy(part + sk * d + j * dvd, part + sk * d + (j + 1) * dvd, dv);
+                     for (std::int64_t q = 1; q < parts_; ++q) {
+                       const float* pk = part + q * per + j * d;
+                       const float* pv = part + q * per + sk * d + j * dvd;
+                       for (std::int64_t e = 0; e < d; ++e)
+                         dk[e] += pk[e];
+                       for (std::int64_t e = 0; e < dvd; ++e)
+                         dv[e] += pv[e];
+                     }
+                   }
+                 });
+  }
+
   GradParams<T> p_{};
+  std::int64_t parts_ = 1;    ///< f32: parts per (batch, KV head) pair (f32_parts)
+  float* partials_ = nullptr; ///< f32: the parts' dK / dV partials (parts_ > 1)
   std::int64_t slice_;
   int threads_;
   std::byte* scratch_ = nullptr;
