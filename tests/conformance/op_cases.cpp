@@ -1266,7 +1266,8 @@ void backward2_cases(Table& t) {
   }
   // AttentionGrad at the f32 kernel's blocking edges (64-row query blocks, key ranges rounded to
   // the GEMM tile width): Sq / Sk not multiples of either, D = 40 / 80 / 128, one head, GQA 4:1
-  // under every mask kind, and Sq > Sk under a causal mask (the first blocks see no key).
+  // under every mask kind, Sq > Sk under a causal mask (the first blocks see no key) and more keys
+  // than one K block.
   for (ir::MaskKind mask : masks) {
     ir::AttentionAttrs a;
     a.num_heads = 4;
@@ -1304,6 +1305,15 @@ void backward2_cases(Table& t) {
     t.add_built("attention_grad_edge_softcap_bias_d40_s77_f32", K::AttentionGrad,
                 inputs(a.layout, 1, 2, 2, 77, 77, 40, 40, a.mask, DType::f32),
                 tol(DType::f32, 40, 77, 77, 1), attention_grad(a));
+    // More visible keys than one K block of the dQ product (256 on AVX2, 512 baseline).
+    a.softcap.reset();
+    a.num_kv_heads = 1;
+    for (ir::MaskKind mask : {ir::MaskKind::none, ir::MaskKind::causal}) {
+      a.mask = mask;
+      t.add_built("attention_grad_edge_keys_600_" + mname(mask) + "_f32", K::AttentionGrad,
+                  inputs(a.layout, 1, 2, 1, 21, 600, 16, 16, mask, DType::f32),
+                  tol(DType::f32, 16, 21, 600, 2), attention_grad(a));
+    }
   }
   // SoftmaxCrossEntropyGrad: labels of two widths, a wide row (several vector widths), f64.
   for (DType d : {DType::f32, DType::f64})
