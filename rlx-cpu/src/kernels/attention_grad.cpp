@@ -337,6 +337,38 @@ void gemm(const packed::IsaKernels& kern, const float* a, std::int64_t rsa, std:
   }
 }
 
+/// pack_b(x, 1, xs, len, n, dst) for a row-major X (n rows of len, row stride xs) read as
+/// B(p, j) = X(j, p), i.e. Xᵀ in NR-column panels, zero-padded: by 8 × 8 blocks, each read as 8
+/// row pieces and written as 8 panel-row pieces (the GEMM's gather reads one float per row). \p nr
+/// is a multiple of 8 (8, 16, 32 on the three ISAs).
+[[gnu::always_inline]] inline void pack_rows_transposed(const float* x, std::int64_t xs,
+                                                        std::int64_t len, std::int64_t n, int nr,
+                                                        float* dst) {
+  constexpr int kB = 8;
+  for (std::int64_t j0 = 0; j0 < n; j0 += nr) {
+    float* panel = dst + j0 * len;
+    for (std::int64_t jb = 0; jb < nr; jb += kB) {
+      const std::int64_t rows = std::clamp<std::int64_t>(n - j0 - jb, 0, kB);
+      for (std::int64_t p0 = 0; p0 < len; p0 += kB) {
+        const std::int64_t cols = std::min<std::int64_t>(kB, len - p0);
+        float blk[kB][kB];
+        if (rows == kB && cols == kB) {
+          for (int r = 0; r < kB; ++r)
+            for (int c = 0; c < kB; ++c)
+              blk[r][c] = x[(j0 + jb + r) * xs + p0 + c];
+          for (int c = 0; c < kB; ++c)
+            for (int r = 0; r < kB; ++r)
+              panel[(p0 + c) * nr + jb + r] = blk[r][c];
+          continue;
+        }
+        for (std::int64_t c = 0; c < cols; ++c)
+          for (std::int64_t r = 0; r < kB; ++r)
+            panel[(p0 + c) * nr + jb + r] = r < rows ? x[(j0 + jb + r) * xs + p0 + c] : 0.0f;
+      }
+    }
+  }
+}
+
 /// Parts each (batch, KV head) pair's query blocks are split into (f32): 1 while there are at
 /// least as many pairs as threads, else enough for every thread (at most one block each); each
 /// part then accumulates dK / dV into a partial of its own, summed into the results afterwards.
@@ -399,8 +431,8 @@ RLX_CPU_MULTIVERSION void grad_task_f32(const GradParams<float>& p, std::int64_t
   const float* vb = a.v + b * a.v_b + kh * a.v_h;
   // The KV head's tiles, packed once for the group's query heads and blocks: Kᵀ and Vᵀ (B of the
   // scores and of dP: column j is key j) and K (B of dQ: row j is key j).
-  kern.pack_b(kb, 1, a.k_s, d, sk, kt);
-  kern.pack_b(vb, 1, a.v_s, dvd, sk, vt);
+  pack_rows_transposed(kb, a.k_s, d, sk, nr, kt);
+  pack_rows_transposed(vb, a.v_s, dvd, sk, nr, vt);
   kern.pack_b(kb, a.k_s, 1, sk, d, kp);
   const float scale = p.scale, cap = p.softcap;
   for (std::int64_t u = part * units / parts; u < (part + 1) * units / parts; ++u) {
