@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace {
 
@@ -26,8 +27,34 @@ struct Compiled {
   std::unique_ptr<compile::Executable> exe;
 };
 
+/// The CPU backend with some op kinds unclaimed, so the pipeline decomposes them into primitives
+/// (the "primitive path" an op's kernel is measured against).
+class Unclaiming final : public compile::Backend {
+public:
+  Unclaiming(const cpu::CpuBackend& cpu, const std::vector<ir::OpKind>& ops)
+      : cpu_(cpu), claims_(cpu.claims()) {
+    for (ir::OpKind op : ops)
+      claims_.unclaim(op);
+  }
+  std::string name() const override { return cpu_.name(); }
+  const ir::ClaimSet& claims() const override { return claims_; }
+  std::int64_t alignment() const override { return cpu_.alignment(); }
+  std::int64_t scratch_bytes(const ir::Graph& g, ir::NodeId id) const override {
+    return cpu_.scratch_bytes(g, id);
+  }
+  fusion::BroadcastPolicy broadcast_policy() const override { return cpu_.broadcast_policy(); }
+  const fusion::IoFusionGate* io_fusion_gate() const override { return cpu_.io_fusion_gate(); }
+  std::unique_ptr<compile::Executable> compile(const ir::Module& lir) const override {
+    return cpu_.compile(lir);
+  }
+
+private:
+  const cpu::CpuBackend& cpu_;
+  ir::ClaimSet claims_;
+};
+
 Compiled compile_op(const cpu::CpuOptions& opts, const std::function<void(ir::Builder&)>& build,
-                    bool fuse = true) {
+                    bool fuse = true, const std::vector<ir::OpKind>& unclaim = {}) {
   ir::Graph g("bench");
   ir::Builder b(g);
   build(b);
@@ -36,7 +63,8 @@ Compiled compile_op(const cpu::CpuOptions& opts, const std::function<void(ir::Bu
   compile::CompileOptions co;
   co.fold_constants = false;
   co.fuse = fuse;
-  c.exe = c.backend->compile(compile::CompilePipeline(*c.backend, co).run(g).lir);
+  const Unclaiming backend(*c.backend, unclaim);
+  c.exe = backend.compile(compile::CompilePipeline(backend, co).run(g).lir);
   for (bool param : {false, true})
     for (ir::NodeId id : param ? g.params() : g.inputs()) {
       ir::Tensor t(g.shape(id));
@@ -124,9 +152,54 @@ BENCHMARK(BM_Attention)
     ->Args({1, 1, 128, 12, 12, 0}) // BERT-base b1 s128
     ->Args({2, 1, 128, 12, 12, 0})
     ->Args({2, 8, 128, 12, 12, 0}) // BERT-base b8 s128
-    ->Args({1, 1, 128, 8, 2, 1})   // LLaMA hidden 512: 8 heads, 2 kv heads, causal
+    ->Args({1, 8, 128, 4, 4, 0})   // bert_mini b8 s128 (BM_AttentionGrad's shape)
+    ->Args({2, 8, 128, 4, 4, 0})
+    ->Args({1, 1, 128, 8, 2, 1}) // LLaMA hidden 512: 8 heads, 2 kv heads, causal
     ->Args({2, 1, 128, 8, 2, 1})
     ->Args({2, 1, 1024, 8, 2, 1}) // a long causal sequence
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+/// AttentionGrad (dq, dk, dv) on [B, S, H, D] with \p kv_heads and a mask kind (0 none, 1 causal):
+/// the same shapes as BM_Attention, so the two compare directly (bert_mini b8 s128 among them).
+/// "primitive" 1: the op unclaimed, so it runs as its decomposition (matmuls, softmax, sums).
+void BM_AttentionGrad(benchmark::State& state) {
+  std::int64_t batch = state.range(1), seq = state.range(2), heads = state.range(3),
+               kv = state.range(4), d = 64;
+  bool causal = state.range(5) == 1;
+  cpu::CpuOptions o;
+  o.num_threads = static_cast<int>(state.range(0));
+  auto c = compile_op(
+      o,
+      [&](ir::Builder& b) {
+        ir::AttentionAttrs a;
+        a.num_heads = heads;
+        a.num_kv_heads = kv;
+        a.mask = causal ? ir::MaskKind::causal : ir::MaskKind::none;
+        auto q = b.input("q", ir::Shape::of({batch, seq, heads, d}));
+        auto k = b.input("k", ir::Shape::of({batch, seq, kv, d}));
+        auto v = b.input("v", ir::Shape::of({batch, seq, kv, d}));
+        auto out = b.input("out", ir::Shape::of({batch, seq, heads, d}));
+        auto dout = b.input("dout", ir::Shape::of({batch, seq, heads, d}));
+        const ir::NodeId g = b.op(ir::OpKind::AttentionGrad, {q, k, v, out, dout}, a);
+        for (std::int64_t i = 0; i < 3; ++i)
+          b.output(b.get(g, i));
+      },
+      true,
+      state.range(6) == 1 ? std::vector<ir::OpKind>{ir::OpKind::AttentionGrad}
+                          : std::vector<ir::OpKind>{});
+  // QKᵀ, dO·Vᵀ, dS·K, dSᵀ·Q, Pᵀ·dO: 10·B·H·S²·D (half of it under a causal mask).
+  double flops = 10.0 * static_cast<double>(batch * heads * seq * seq * d) * (causal ? 0.5 : 1.0);
+  run(state, c, flops, 0);
+}
+
+BENCHMARK(BM_AttentionGrad)
+    ->ArgNames({"threads", "B", "S", "H", "KVH", "causal", "primitive"})
+    ->ArgsProduct({{1, 2}, {8}, {128}, {4}, {4}, {0}, {0, 1}}) // bert_mini b8 s128
+    ->Args({2, 1, 128, 8, 2, 1, 0}) // LLaMA hidden 512: 8 heads, 2 kv heads, causal
+    ->Args({2, 1, 128, 8, 2, 1, 1})
+    ->Args({2, 1, 1024, 8, 2, 1, 0}) // a long causal sequence
+    ->Args({2, 1, 1024, 8, 2, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -36,7 +36,12 @@ struct BlockArgs {
   std::int64_t ldc = 0;
   std::int64_t k = 0, kc = 0;
   std::int64_t i0 = 0, i1 = 0, j0 = 0, j1 = 0;
-  float* a_pack = nullptr;     ///< room for packed_a_floats() floats
+  float* a_pack = nullptr; ///< room for packed_a_floats() floats
+  /// C += A · B (every K block adds to C) instead of C = A · B.
+  bool accumulate = false;
+  /// Rows of each packed B panel when \p b_pack points at row k0 of a taller packing (b_pack =
+  /// start + k0 · tile_cols(), panels of b_rows rows): K = k rows [k0, k0 + k) of it. 0: k.
+  std::int64_t b_rows = 0;
   const float* bias = nullptr; ///< [N] added to every row, or null
   /// Called on every finished tile (rows x cols at c, row stride ldc), or null.
   void (*epilogue)(void* arg, float* c, std::int64_t ldc, int rows, int cols) = nullptr;

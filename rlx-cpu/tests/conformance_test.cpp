@@ -86,6 +86,24 @@ TEST_P(PackedConformance, MatchesReference) {
 }
 INSTANTIATE_TEST_SUITE_P(CpuPacked, PackedConformance, testing::ValuesIn(gemm_cases()), case_name);
 
+/// AttentionGrad on five threads: more threads than (batch, KV head) pairs in most cases, so the
+/// f32 kernel splits a pair's query blocks into parts with dK / dV partials summed afterwards.
+std::vector<std::size_t> attention_grad_cases() {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < op_cases().size(); ++i)
+    if (op_cases()[i].op == rlx::ir::OpKind::AttentionGrad)
+      out.push_back(i);
+  return out;
+}
+class AttentionGradConformance : public testing::TestWithParam<std::size_t> {};
+TEST_P(AttentionGradConformance, MatchesReference) {
+  static const rlx::cpu::CpuBackend backend(
+      rlx::cpu::CpuOptions{rlx::cpu::GemmProvider::automatic, 5});
+  check(backend, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(CpuAttentionGrad5Threads, AttentionGradConformance,
+                         testing::ValuesIn(attention_grad_cases()), case_name);
+
 /// The opt-in region loop (CpuOptions::elementwise_regions) on the ElementwiseRegion cases.
 std::vector<std::size_t> region_cases() {
   std::vector<std::size_t> out;

@@ -247,6 +247,62 @@ TEST(GemmPacked, OddSizesMatchTheDoubleProductOnEveryIsa) {
         }
 }
 
+// gemm_block on its own (as AttentionGrad calls it on cache-resident tiles): C += A · B over K rows
+// [k0, k0 + k) of a taller packed B (b_rows), A read transposed (packed per block) or in place, M
+// in two blocks, K in several kc blocks; the columns of C outside [j0, j1) stay untouched.
+TEST(GemmPacked, BlockAccumulatesOverARowRangeOfATallerPackedB) {
+  const std::int64_t m = 23, n = 37, rows = 29, k0 = 5, k = 19, kc = 8;
+  for (Isa isa : supported_isas())
+    for (bool transposed : {false, true}) {
+      SCOPED_TRACE(std::string(cpu::packed::isa_name(isa)) + (transposed ? " Aᵀ" : " A"));
+      const auto& kern = cpu::packed::kernels(isa);
+      const int nr = kern.tile_cols();
+      const auto a = random_floats(m * k, 11), b = random_floats(rows * n, 12),
+                 c0 = random_floats(m * n, 13);
+      // A(i, p) at a[i * k + p], or stored transposed at at[p * m + i].
+      std::vector<float> at(static_cast<std::size_t>(m * k));
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t p = 0; p < k; ++p)
+          at[static_cast<std::size_t>(p * m + i)] = a[static_cast<std::size_t>(i * k + p)];
+      Aligned bp(cpu::packed::panel_floats(rows, n, nr) * 4), ap(m * kc * 4 + 64 * 4);
+      auto* bpack = reinterpret_cast<float*>(bp.p);
+      kern.pack_b(b.data(), n, 1, rows, n, bpack);
+      std::vector<float> c = c0;
+      const std::int64_t j0 = nr, j1 = n; // one panel left out
+      for (std::int64_t i0 = 0; i0 < m; i0 += 12) {
+        cpu::packed::BlockArgs g;
+        g.a = transposed ? at.data() : a.data();
+        g.rsa = transposed ? 1 : k;
+        g.csa = transposed ? m : 1;
+        g.b_pack = bpack + k0 * nr;
+        g.b_rows = rows;
+        g.c = c.data();
+        g.ldc = n;
+        g.k = k;
+        g.kc = kc;
+        g.i0 = i0;
+        g.i1 = std::min(m, i0 + 12);
+        g.j0 = j0;
+        g.j1 = j1;
+        g.a_pack = reinterpret_cast<float*>(ap.p);
+        g.accumulate = true;
+        kern.gemm_block(g);
+      }
+      int bad = 0;
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          double want = c0[static_cast<std::size_t>(i * n + j)];
+          if (j >= j0 && j < j1)
+            for (std::int64_t p = 0; p < k; ++p)
+              want += static_cast<double>(a[static_cast<std::size_t>(i * k + p)]) *
+                      b[static_cast<std::size_t>((k0 + p) * n + j)];
+          const double got = c[static_cast<std::size_t>(i * n + j)];
+          if (!(std::fabs(got - want) <= 1e-5 * static_cast<double>(k + 2)) && ++bad <= 3)
+            ADD_FAILURE() << "C[" << i << "," << j << "] = " << got << ", want " << want;
+        }
+    }
+}
+
 TEST(GemmPacked, EmptyK) { // C = act(bias): the sum over no terms is 0
   for (Isa isa : supported_isas()) {
     Case c{{5, 0}, {0, 19}, {5, 19}};

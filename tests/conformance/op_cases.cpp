@@ -1264,6 +1264,57 @@ void backward2_cases(Table& t) {
                 inputs(a.layout, 2, 2, 2, 5, 6, 8, 8, a.mask, DType::f32, {2, 1, 5, 6}),
                 tol(DType::f32, 8, 5, 6, 1), attention_grad(a));
   }
+  // AttentionGrad at the f32 kernel's blocking edges (64-row query blocks, key ranges rounded to
+  // the GEMM tile width): Sq / Sk not multiples of either, D = 40 / 80 / 128, one head, GQA 4:1
+  // under every mask kind, Sq > Sk under a causal mask (the first blocks see no key) and more keys
+  // than one K block.
+  for (ir::MaskKind mask : masks) {
+    ir::AttentionAttrs a;
+    a.num_heads = 4;
+    a.num_kv_heads = 1;
+    a.mask = mask;
+    a.window = mask == ir::MaskKind::sliding_window ? 9 : 0;
+    t.add_built("attention_grad_edge_gqa4_d80_" + mname(mask) + "_f32", K::AttentionGrad,
+                inputs(a.layout, 1, 4, 1, 67, 67, 80, 80, mask, DType::f32),
+                tol(DType::f32, 80, 67, 67, 4), attention_grad(a));
+  }
+  {
+    ir::AttentionAttrs a;
+    a.num_heads = 1;
+    a.num_kv_heads = 1;
+    a.mask = ir::MaskKind::causal;
+    t.add_built("attention_grad_edge_one_head_d40_s130_f32", K::AttentionGrad,
+                inputs(a.layout, 2, 1, 1, 130, 130, 40, 40, a.mask, DType::f32),
+                tol(DType::f32, 40, 130, 130, 1), attention_grad(a));
+    a.num_heads = 2;
+    a.num_kv_heads = 2;
+    a.mask = ir::MaskKind::padding;
+    a.layout = ir::AttnLayout::bhsd;
+    t.add_built("attention_grad_edge_d128_padding_bhsd_f32", K::AttentionGrad,
+                inputs(a.layout, 1, 2, 2, 100, 100, 128, 128, a.mask, DType::f32),
+                tol(DType::f32, 128, 100, 100, 1), attention_grad(a));
+    a.num_kv_heads = 1;
+    a.mask = ir::MaskKind::causal;
+    a.layout = ir::AttnLayout::bshd;
+    t.add_built("attention_grad_edge_sq_over_sk_causal_f32", K::AttentionGrad,
+                inputs(a.layout, 1, 2, 1, 70, 40, 16, 24, a.mask, DType::f32),
+                tol(DType::f32, 24, 70, 40, 2), attention_grad(a));
+    a.num_kv_heads = 2;
+    a.mask = ir::MaskKind::bias;
+    a.softcap = 3.0;
+    t.add_built("attention_grad_edge_softcap_bias_d40_s77_f32", K::AttentionGrad,
+                inputs(a.layout, 1, 2, 2, 77, 77, 40, 40, a.mask, DType::f32),
+                tol(DType::f32, 40, 77, 77, 1), attention_grad(a));
+    // More visible keys than one K block of the dQ product (256 on AVX2, 512 baseline).
+    a.softcap.reset();
+    a.num_kv_heads = 1;
+    for (ir::MaskKind mask : {ir::MaskKind::none, ir::MaskKind::causal}) {
+      a.mask = mask;
+      t.add_built("attention_grad_edge_keys_600_" + mname(mask) + "_f32", K::AttentionGrad,
+                  inputs(a.layout, 1, 2, 1, 21, 600, 16, 16, mask, DType::f32),
+                  tol(DType::f32, 16, 21, 600, 2), attention_grad(a));
+    }
+  }
   // SoftmaxCrossEntropyGrad: labels of two widths, a wide row (several vector widths), f64.
   for (DType d : {DType::f32, DType::f64})
     for (DType l : {DType::i64, DType::i32})

@@ -148,7 +148,7 @@ template <class T, class A>
   constexpr A kNegInf = -std::numeric_limits<A>::infinity();
   std::int64_t blk = task % p.blocks_per_head, bh = task / p.blocks_per_head;
   std::int64_t h = bh % p.heads, b = bh / p.heads;
-  std::int64_t kh = h / (p.heads / p.kv_heads);
+  std::int64_t kh = attention_kv_head(p, h);
   std::int64_t q0 = blk * kBlockQ, qn = std::min(kBlockQ, p.sq - q0);
   A* s = scratch;               // [Bq][Tk] scores
   A* kt = s + kBlockQ * kTileK; // [D][Tk] transposed key tile (f32)
@@ -165,12 +165,7 @@ template <class T, class A>
   const T* qb = p.q + b * p.q_b + h * p.q_h + q0 * p.q_s;
   const T* kb = p.k + b * p.k_b + kh * p.k_h;
   const T* vb = p.v + b * p.v_b + kh * p.v_h;
-  const bool causal = p.mask == ir::MaskKind::causal || p.mask == ir::MaskKind::sliding_window;
-  std::int64_t jmin = 0, jmax = p.sk;
-  if (causal)
-    jmax = std::min(p.sk, q0 + qn - 1 + p.shift + 1);
-  if (p.mask == ir::MaskKind::sliding_window)
-    jmin = std::max<std::int64_t>(0, q0 + p.shift - p.window + 1);
+  const auto [jmin, jmax] = attention_key_range(p, q0, qn);
   const auto scale = static_cast<A>(p.scale);
   const auto cap = static_cast<A>(p.softcap);
 
@@ -179,33 +174,9 @@ template <class T, class A>
     tile_scores<T, A>(p, qb, kb, j0, qn, jn, s, kt);
     // Scale, softcap, bias and masks. Entries past jn are -inf, so the vector loops below run the
     // full, aligned tile width (no scalar peel or remainder) and those keys weigh 0.
-    for (std::int64_t i = 0; i < qn; ++i) {
-      A* si = std::assume_aligned<64>(s + i * kTileK);
-#pragma omp simd
-      for (std::int64_t j = 0; j < kTileK; ++j)
-        si[j] = j < jn ? si[j] * scale : kNegInf;
-      if (cap > 0)
-        for (std::int64_t j = 0; j < jn; ++j)
-          si[j] = cap * std::tanh(si[j] / cap);
-      if (p.bias) {
-        const T* bi = p.bias + b * p.bias_b + h * p.bias_h + (q0 + i) * p.bias_i;
-        for (std::int64_t j = 0; j < jn; ++j)
-          si[j] += static_cast<A>(to_compute<T>(bi[(j0 + j) * p.bias_j]));
-      }
-      std::int64_t qi_abs = q0 + i;
-      if (causal)
-        for (std::int64_t j = std::max<std::int64_t>(0, qi_abs + p.shift + 1 - j0); j < jn; ++j)
-          si[j] = kNegInf;
-      if (p.mask == ir::MaskKind::sliding_window)
-        for (std::int64_t j = 0; j < jn && j0 + j <= qi_abs + p.shift - p.window; ++j)
-          si[j] = kNegInf;
-      if (p.keep) {
-        const std::uint8_t* keep = p.keep + b * p.sk + j0;
-        for (std::int64_t j = 0; j < jn; ++j)
-          if (!keep[j])
-            si[j] = kNegInf;
-      }
-    }
+    for (std::int64_t i = 0; i < qn; ++i)
+      attention_score_row<T, A>(p, b, h, q0 + i, j0, jn, kTileK,
+                                std::assume_aligned<64>(s + i * kTileK), nullptr, scale, cap);
     // Online softmax: p_ij = e^(s_ij - m'_i), rescale the running sums by e^(m_i - m'_i).
     for (std::int64_t i = 0; i < qn; ++i) {
       A* si = std::assume_aligned<64>(s + i * kTileK);
@@ -260,111 +231,32 @@ RLX_CPU_MULTIVERSION void attention_task_f32(const AttnParams<float>& p, std::in
   attention_task<float, float>(p, task, scratch);
 }
 
-/// Layout strides of a 4-D operand [B, S, H, D] (bshd) or [B, H, S, D] (bhsd).
-void layout_strides(const std::vector<std::int64_t>& sizes, ir::AttnLayout layout, std::int64_t& sb,
-                    std::int64_t& sh, std::int64_t& ss) {
-  std::int64_t d = sizes[3];
-  if (layout == ir::AttnLayout::bshd) {
-    ss = sizes[2] * d;
-    sh = d;
-  } else {
-    sh = sizes[2] * d;
-    ss = d;
-  }
-  sb = sizes[1] * sizes[2] * d;
-}
-
-struct AttnShape {
-  std::int64_t batch, heads, kv_heads, sq, sk, d, dv, tasks, blocks_per_head;
-};
-AttnShape attn_shape(const NodeView& n) {
-  const auto& a = n.node().attr<ir::AttentionAttrs>();
-  auto q = n.in(0).sizes(), k = n.in(1).sizes(), v = n.in(2).sizes();
-  bool bshd = a.layout == ir::AttnLayout::bshd;
-  AttnShape s{};
-  s.batch = q[0];
-  s.heads = a.num_heads;
-  s.kv_heads = a.num_kv_heads;
-  s.sq = bshd ? q[1] : q[2];
-  s.sk = bshd ? k[1] : k[2];
-  s.d = q[3];
-  s.dv = v[3];
-  s.blocks_per_head = (s.sq + kBlockQ - 1) / kBlockQ;
-  s.tasks = s.batch * s.heads * s.blocks_per_head;
-  return s;
-}
-
 /// Scratch: per thread one task's tiles (64-byte aligned slices), plus the padding keep flags.
 std::int64_t thread_slice_bytes(const NodeView& n) {
-  std::int64_t elem = n.out().dtype == ir::DType::f32 ? 4 : 8;
-  return (task_scratch_elems(attn_shape(n).d, attn_shape(n).dv) * elem + 63) / 64 * 64;
+  const AttnDims s = attention_dims(n);
+  return attention_slice_bytes(s.d, s.dv, n.out().dtype == ir::DType::f32 ? 4 : 8);
 }
 std::int64_t attention_scratch(const NodeView& n) {
-  AttnShape s = attn_shape(n);
-  std::int64_t keep = n.node().attr<ir::AttentionAttrs>().mask == ir::MaskKind::padding
-                          ? (s.batch * s.sk + 63) / 64 * 64
-                          : 0;
-  return thread_slice_bytes(n) * n.threads + keep;
+  const AttnDims s = attention_dims(n);
+  return thread_slice_bytes(n) * n.threads +
+         attention_keep_bytes(n.node().attr<ir::AttentionAttrs>().mask, s.batch, s.sk);
 }
 
 template <class T> class AttentionKernel final : public Kernel {
 public:
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-  explicit AttentionKernel(const LowerContext& c) : slice_(thread_slice_bytes(c)) {
-    const auto& a = c.node().attr<ir::AttentionAttrs>();
-    AttnShape s = attn_shape(c);
-    if (!a.scale && s.d == 0)
-      throw Error("rlx-cpu: " + c.what() + ": the default scale 1/sqrt(D) needs D > 0");
-    p_ = {};
-    p_.q = reinterpret_cast<const T*>(c.src(0));
-    p_.k = reinterpret_cast<const T*>(c.src(1));
-    p_.v = reinterpret_cast<const T*>(c.src(2));
+  explicit AttentionKernel(const LowerContext& c)
+      : p_(attention_params<T>(c, c.out().sizes())), slice_(thread_slice_bytes(c)) {
     p_.o = reinterpret_cast<T*>(c.dst());
-    p_.batch = s.batch;
-    p_.heads = s.heads;
-    p_.kv_heads = s.kv_heads;
-    p_.sq = s.sq;
-    p_.sk = s.sk;
-    p_.d = s.d;
-    p_.dv = s.dv;
-    layout_strides(c.in(0).sizes(), a.layout, p_.q_b, p_.q_h, p_.q_s);
-    layout_strides(c.in(1).sizes(), a.layout, p_.k_b, p_.k_h, p_.k_s);
-    layout_strides(c.in(2).sizes(), a.layout, p_.v_b, p_.v_h, p_.v_s);
-    layout_strides(c.out().sizes(), a.layout, p_.o_b, p_.o_h, p_.o_s);
-    p_.scale = a.scale.value_or(s.d > 0 ? 1.0 / std::sqrt(static_cast<double>(s.d)) : 1.0);
-    p_.softcap = a.softcap.value_or(0.0);
-    p_.mask = a.mask;
-    p_.window = a.window;
-    p_.shift = s.sk - s.sq;
-    p_.blocks_per_head = s.blocks_per_head;
-    tasks_ = s.tasks;
+    tasks_ = p_.batch * p_.heads * p_.blocks_per_head;
     threads_ = c.threads;
     scratch_ = c.scratch(attention_scratch(c));
-    if (a.mask == ir::MaskKind::padding) {
-      keep_ = reinterpret_cast<std::uint8_t*>(scratch_ + slice_ * c.threads);
-      p_.keep = keep_;
-      mask_ = c.src(3);
-      mask_dtype_ = c.in(3).dtype;
-    } else if (a.mask == ir::MaskKind::bias) {
-      // Strides of the bias broadcast onto [B, H, Sq, Sk] (0 along broadcast dims).
-      std::int64_t st[4];
-      attention_bias_strides(c.in(3).sizes(), st);
-      p_.bias = reinterpret_cast<const T*>(c.src(3));
-      p_.bias_b = st[0];
-      p_.bias_h = st[1];
-      p_.bias_i = st[2];
-      p_.bias_j = st[3];
-    }
+    mask_.bind(c, 3, p_, scratch_ + slice_ * c.threads);
   }
 
   void run(ExecContext& ctx) override {
-    if (keep_) // padding mask of any dtype → keep flags (nonzero = keep)
-      visit_dtype(mask_dtype_, [&]<class M>() {
-        const M* m = reinterpret_cast<const M*>(mask_);
-        for (std::int64_t i = 0; i < p_.batch * p_.sk; ++i)
-          keep_[i] = to_compute<M>(m[i]) != 0;
-      });
+    mask_.refresh();
     if constexpr (std::is_same_v<T, float>) {
       run_attention_f32(ctx, p_, scratch_, slice_, threads_);
     } else {
@@ -382,9 +274,7 @@ private:
   std::int64_t tasks_ = 0;
   int threads_ = 1;
   std::byte* scratch_ = nullptr;
-  std::uint8_t* keep_ = nullptr;
-  const std::byte* mask_ = nullptr;
-  ir::DType mask_dtype_ = ir::DType::boolean;
+  AttnMaskInput mask_;
 };
 
 std::unique_ptr<Kernel> make_attention(const LowerContext& c) {
@@ -455,6 +345,35 @@ std::unique_ptr<Kernel> make_rope(const LowerContext& c) {
 constexpr KernelImpl kRope[] = {{"tbb", accept_all, nullptr, make_rope}};
 
 } // namespace
+
+void attention_layout_strides(const std::vector<std::int64_t>& sizes, ir::AttnLayout layout,
+                              std::int64_t& sb, std::int64_t& sh, std::int64_t& ss) {
+  const std::int64_t d = sizes[3];
+  if (layout == ir::AttnLayout::bshd) {
+    ss = sizes[2] * d;
+    sh = d;
+  } else {
+    sh = sizes[2] * d;
+    ss = d;
+  }
+  sb = sizes[1] * sizes[2] * d;
+}
+
+AttnDims attention_dims(const NodeView& n) {
+  const auto& a = n.node().attr<ir::AttentionAttrs>();
+  const auto q = n.in(0).sizes(), k = n.in(1).sizes(), v = n.in(2).sizes();
+  const bool bshd = a.layout == ir::AttnLayout::bshd;
+  return {q[0], a.num_heads, a.num_kv_heads, bshd ? q[1] : q[2], bshd ? k[1] : k[2], q[3], v[3]};
+}
+
+void AttnMaskInput::refresh() const {
+  if (keep_)
+    visit_dtype(dtype_, [&]<class M>() {
+      const M* m = reinterpret_cast<const M*>(mask_);
+      for (std::int64_t i = 0; i < count_; ++i)
+        keep_[i] = to_compute<M>(m[i]) != 0;
+    });
+}
 
 std::int64_t attention_slice_bytes(std::int64_t d, std::int64_t dv, std::int64_t elem) {
   return (task_scratch_elems(d, dv) * elem + 63) / 64 * 64;

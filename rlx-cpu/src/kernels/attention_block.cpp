@@ -76,8 +76,7 @@ BlockScratch block_scratch(const NodeView& n) {
   s.gemm_out = aligned(matmul_scratch_bytes(gemm_spec(n, true), impl));
   s.slice = attention_slice_bytes(g.d, g.d, 4);
   s.slices = s.slice * n.threads;
-  if (n.node().attr<ir::FusedAttentionBlockAttrs>().mask == ir::MaskKind::padding)
-    s.keep = aligned(g.b * g.s);
+  s.keep = attention_keep_bytes(n.node().attr<ir::FusedAttentionBlockAttrs>().mask, g.b, g.s);
   return s;
 }
 
@@ -124,21 +123,7 @@ public:
     slices_ = scratch + sc.proj + sc.attn + sc.gemm_qkv + sc.gemm_out;
     slice_ = sc.slice;
     threads_ = c.threads;
-    const std::size_t mask_slot = c.arity() - 1;
-    if (a.mask == ir::MaskKind::padding) {
-      keep_ = reinterpret_cast<std::uint8_t*>(slices_ + sc.slices);
-      p_.keep = keep_;
-      mask_ = c.src(mask_slot);
-      mask_dtype_ = c.in(mask_slot).dtype;
-    } else if (a.mask == ir::MaskKind::bias) {
-      std::int64_t st[4];
-      attention_bias_strides(c.in(mask_slot).sizes(), st);
-      p_.bias = reinterpret_cast<const float*>(c.src(mask_slot));
-      p_.bias_b = st[0];
-      p_.bias_h = st[1];
-      p_.bias_i = st[2];
-      p_.bias_j = st[3];
-    }
+    mask_.bind(c, c.arity() - 1, p_, slices_ + sc.slices);
   }
 
   void run(ExecContext& ctx) override {
@@ -154,12 +139,7 @@ public:
         }
       });
     }
-    if (keep_) // padding mask of any dtype → keep flags (nonzero = keep)
-      visit_dtype(mask_dtype_, [&]<class M>() {
-        const M* m = reinterpret_cast<const M*>(mask_);
-        for (std::int64_t i = 0; i < g_.b * g_.s; ++i)
-          keep_[i] = to_compute<M>(m[i]) != 0;
-      });
+    mask_.refresh();
     run_attention_f32(ctx, p_, slices_, slice_, threads_);
     out_->run(ctx);
   }
@@ -174,9 +154,7 @@ private:
   std::byte* slices_ = nullptr;
   std::int64_t slice_ = 0;
   int threads_ = 1;
-  std::uint8_t* keep_ = nullptr;
-  const std::byte* mask_ = nullptr;
-  ir::DType mask_dtype_ = ir::DType::boolean;
+  AttnMaskInput mask_;
 };
 
 std::unique_ptr<Kernel> make_attention_block(const LowerContext& c) {
