@@ -358,6 +358,71 @@ TEST(CpuExecutable, KernelTimingsCountEveryRecordAndItsWork) {
   EXPECT_NE(cpu::kernel_profile(*exe).find("matmul"), std::string::npos);
 }
 
+/// gelu(x [16, 32] · w [64, 32]^T + b) through the pipeline with every fusion on.
+compile::CompileResult dense_gelu_compiled(const cpu::CpuBackend& backend, ir::Graph& g) {
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({16, 32}));
+  auto w = b.param("w", Shape::of({64, 32}));
+  auto bias = b.param("b", Shape::of({64}));
+  b.output(b.gelu(b.add(b.matmul(x, w, false, true), bias)));
+  compile::CompileOptions o;
+  o.fold_constants = false;
+  return compile::CompilePipeline(backend, o).run(g);
+}
+
+TEST(CpuExecutable, TheIoGateKnobsDecideTheEpilogue) {
+  // The checked-in knobs: the GELU goes into the GEMM's epilogue.
+  {
+    cpu::CpuBackend backend;
+    ASSERT_NE(backend.io_fusion_gate(), nullptr);
+    ir::Graph g;
+    auto r = dense_gelu_compiled(backend, g);
+    EXPECT_EQ(r.fusion.applied["matmul_bias_act"], 1) << r.fusion.str();
+  }
+  // Knobs that make the fused epilogue slower than the one-op kernel: bias fused, GELU alone,
+  // reported as not_profitable, and the values still match the reference.
+  cpu::CpuOptions o;
+  fusion::IoFusionGate slow = cpu::cpu_io_gate_defaults();
+  slow.ns_per_element["matmul_bias_act.gelu"] = 1e4;
+  o.io_gate = slow;
+  cpu::CpuBackend backend(o);
+  ir::Graph g;
+  auto r = dense_gelu_compiled(backend, g);
+  EXPECT_EQ(r.fusion.applied.count("matmul_bias_act"), 0u) << r.fusion.str();
+  EXPECT_EQ(r.fusion.applied["matmul_bias"], 1) << r.fusion.str();
+  EXPECT_NE(r.fusion.str().find("not_profitable"), std::string::npos) << r.fusion.str();
+  auto exe = backend.compile(r.lir);
+  Tensor xv = iota({16, 32}), wv = iota({64, 32}, 0.05), bv = iota({64}, 0.2);
+  exe->set_input("x", xv);
+  exe->set_param("w", wv);
+  exe->set_param("b", bv);
+  exe->execute();
+  EXPECT_NE(cpu::kernel_listing(*exe).find("gelu"), std::string::npos);
+  auto want = ir::reference::evaluate(g, {{"x", xv}}, {{"w", wv}, {"b", bv}});
+  EXPECT_LE(ir::max_abs_diff(exe->output(0), want[0]), 1e-5);
+  // The gate off: every legal fusion.
+  o.use_io_gate = false;
+  EXPECT_EQ(cpu::CpuBackend(o).io_fusion_gate(), nullptr);
+}
+
+TEST(CpuExecutable, CalibrationMeasuresEveryKnob) {
+  cpu::CpuOptions o;
+  o.num_threads = 1;
+  const fusion::IoFusionGate m = cpu::calibrate_cpu_io_gate(o);
+  EXPECT_GT(m.dispatch_ns, 0.0);
+  EXPECT_GT(m.memory_bytes_per_ns, 0.0);
+  for (const char* k :
+       {"relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "matmul_bias_act.relu",
+        "matmul_bias_act.gelu", "matmul_bias_act.gelu_tanh", "matmul_bias_act.silu",
+        "matmul_bias_act.sigmoid", "matmul_bias_act.tanh"}) {
+    ASSERT_TRUE(m.ns_per_element.count(k)) << k;
+    EXPECT_GE(m.ns_per_element.at(k), 0.0) << k;
+  }
+  // The defaults price the same keys.
+  for (const auto& [k, v] : m.ns_per_element)
+    EXPECT_TRUE(cpu::cpu_io_gate_defaults().ns_per_element.count(k)) << k;
+}
+
 TEST(CpuExecutable, ViewsGetNoKernel) {
   ir::Graph g;
   ir::Builder b(g);

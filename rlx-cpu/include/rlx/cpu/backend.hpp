@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,7 +43,22 @@ struct CpuOptions {
   bool elementwise_regions = true;
   /// `automatic`: products with fewer multiply-adds than this are not timed (they use oneDNN).
   std::int64_t gemm_measure_min_work = std::int64_t{1} << 16;
+  /// The IO fusion-benefit gate's cost knobs (rlx/fusion/io_gate.hpp): unset means
+  /// cpu_io_gate_defaults(); `use_io_gate = false` turns the gate off (every legal fusion).
+  std::optional<fusion::IoFusionGate> io_gate{};
+  bool use_io_gate = true;
 };
+
+/// The CPU's IO-gate knobs checked into the code: measured with calibrate_cpu_io_gate() on the
+/// 2-core AMD EPYC Zen 4 (AVX2 + FMA visible) of the development machine (see DESIGN.md).
+fusion::IoFusionGate cpu_io_gate_defaults();
+
+/// Measures the IO-gate knobs on this machine with the kernel profiler: the dispatch cost of a
+/// tiny kernel record, the bandwidth of a large elementwise kernel, each activation's time per
+/// element beyond its bytes, and each MatMulBiasAct epilogue's time per element over the same
+/// product without one (`matmul_bias_act.<act>`), with backend options \p opts (threads, GEMM
+/// provider). Takes about a second.
+fusion::IoFusionGate calibrate_cpu_io_gate(const CpuOptions& opts = {});
 
 /// The CPU backend: claims the ops of cpu_claims() and compiles LIR into a flat kernel list over
 /// one arena allocated once (see rlx-cpu/DESIGN.md).
@@ -64,6 +80,9 @@ public:
   /// scratch_bytes()). Throws Error naming the node when an op is not claimed or a plan slot is
   /// missing.
   std::unique_ptr<compile::Executable> compile(const ir::Module& lir) const override;
+  /// \returns the IO gate's knobs (CpuOptions::io_gate or cpu_io_gate_defaults()), or null when
+  /// CpuOptions::use_io_gate is off.
+  const fusion::IoFusionGate* io_fusion_gate() const override;
   /// Compiles like compile(), with Params read in place from \p weights: kernels point at the
   /// region's bytes, oneDNN GEMMs at packed copies shared through the region, and a weight only
   /// read packed gives its plain bytes back. Executables compiled against one region share its
@@ -80,6 +99,7 @@ public:
 private:
   CpuOptions opts_;
   int threads_ = 1;
+  fusion::IoFusionGate gate_;
 };
 
 /// Creates a CPU backend with options \p opts (the factory the runtime's backend registry calls).
