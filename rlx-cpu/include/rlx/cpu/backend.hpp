@@ -49,15 +49,18 @@ struct CpuOptions {
   bool use_io_gate = true;
 };
 
-/// The CPU's IO-gate knobs checked into the code: measured with calibrate_cpu_io_gate() on the
-/// 2-core AMD EPYC Zen 4 (AVX2 + FMA visible) of the development machine (see DESIGN.md).
+/// The CPU's IO-gate knobs checked into the code: calibrate_cpu_io_gate()'s output on the
+/// development machine (the machine, ISA and load are named in io_gate_calibration.cpp).
 fusion::IoFusionGate cpu_io_gate_defaults();
 
-/// Measures the IO-gate knobs on this machine with the kernel profiler: the dispatch cost of a
-/// tiny kernel record, the bandwidth of a large elementwise kernel, each activation's time per
-/// element beyond its bytes, and each MatMulBiasAct epilogue's time per element over the same
-/// product without one (`matmul_bias_act.<act>`), with backend options \p opts (threads, GEMM
-/// provider). Takes about a second.
+/// Measures the IO-gate knobs on this machine with the kernel profiler, through the real compile
+/// pipeline (gate off) and backend options \p opts (threads, GEMM provider), on 128 x 1024 f32
+/// activations: the dispatch cost of a kernel record with no work, the bandwidth of a kernel
+/// that only moves bytes, each activation's one-op kernel time per element beyond its bytes
+/// ("gelu"), the region loop's time per element of a cheap instruction ("elementwise_region")
+/// and of each activation ("elementwise_region.gelu"), and each MatMulBiasAct epilogue's time
+/// per element over the same product with the bias only ("matmul_bias_act.gelu"). Takes a few
+/// seconds.
 fusion::IoFusionGate calibrate_cpu_io_gate(const CpuOptions& opts = {});
 
 /// The CPU backend: claims the ops of cpu_claims() and compiles LIR into a flat kernel list over
