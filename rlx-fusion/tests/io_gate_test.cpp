@@ -260,6 +260,33 @@ TEST(IoGate, ARegionTheGateAcceptsIsFormedAndKnobsFlipIt) {
   EXPECT_EQ(testing::count_ops(mark_regions(g, nullptr, none), OpKind::ElementwiseRegion), 1);
 }
 
+TEST(IoGate, APreNormResidualFusesUnderAGateThatPricesBytes) {
+  // h = x + a; out = h + rms_norm(h): the sum has two users, so the norm's step alone would only
+  // add a result; with the sum's step the Add dies. A gate that prices bytes heavily still fuses.
+  Graph g("prenorm");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({8, 32}));
+  NodeId a = b.input("a", Shape::of({8, 32}));
+  NodeId gamma = b.param("g", Shape::of({32}));
+  NodeId h = b.add(x, a);
+  b.output(b.add(h, b.rms_norm(h, gamma, 1e-6)));
+  IoFusionGate gate;
+  gate.dispatch_ns = 0;
+  gate.memory_bytes_per_ns = 1e-3;
+  PassRegistry reg;
+  register_fusion_passes(reg);
+  PassContext ctx;
+  FusionReport rep;
+  ctx.report = &rep;
+  ctx.io_gate = &gate;
+  Graph out = g;
+  reg.create("fuse-residual-rms-norm")->run(out, ctx);
+  ir::verify(out);
+  EXPECT_EQ(testing::count_ops(out, OpKind::ResidualRmsNorm), 1) << rep.str();
+  EXPECT_EQ(rep.applied["residual_rms_norm_sum"], 1) << rep.str();
+  testing::expect_same_values(g, out, 1e-6);
+}
+
 TEST(IoGate, FingerprintChangesWithAnyKnob) {
   IoFusionGate a;
   IoFusionGate b = a;
