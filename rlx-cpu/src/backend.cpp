@@ -36,7 +36,8 @@ GemmProvider parse_gemm_provider(std::string_view name) {
               "' (auto, onednn, openblas or packed)");
 }
 
-CpuBackend::CpuBackend(CpuOptions opts) : opts_(opts) {
+CpuBackend::CpuBackend(CpuOptions opts)
+    : opts_(opts), gate_(opts_.io_gate ? *opts_.io_gate : cpu_io_gate_defaults()) {
   if (opts_.num_threads < 0)
     throw Error("rlx-cpu: num_threads must be >= 0 (0 = every core), got " +
                 std::to_string(opts_.num_threads));
@@ -50,6 +51,10 @@ CpuBackend::CpuBackend(CpuOptions opts) : opts_(opts) {
 
 std::string CpuBackend::name() const {
   return "cpu";
+}
+
+const fusion::IoFusionGate* CpuBackend::io_fusion_gate() const {
+  return opts_.use_io_gate ? &gate_ : nullptr;
 }
 
 const ir::ClaimSet& CpuBackend::claims() const {

@@ -358,6 +358,122 @@ TEST(CpuExecutable, KernelTimingsCountEveryRecordAndItsWork) {
   EXPECT_NE(cpu::kernel_profile(*exe).find("matmul"), std::string::npos);
 }
 
+/// gelu(x [16, 32] · w [64, 32]^T + b) through the pipeline with every fusion on.
+compile::CompileResult dense_gelu_compiled(const cpu::CpuBackend& backend, ir::Graph& g) {
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({16, 32}));
+  auto w = b.param("w", Shape::of({64, 32}));
+  auto bias = b.param("b", Shape::of({64}));
+  b.output(b.gelu(b.add(b.matmul(x, w, false, true), bias)));
+  compile::CompileOptions o;
+  o.fold_constants = false;
+  return compile::CompilePipeline(backend, o).run(g);
+}
+
+TEST(CpuExecutable, TheIoGateKnobsDecideTheEpilogue) {
+  // The checked-in knobs: the GELU goes into the GEMM's epilogue.
+  {
+    cpu::CpuBackend backend;
+    ASSERT_NE(backend.io_fusion_gate(), nullptr);
+    ir::Graph g;
+    auto r = dense_gelu_compiled(backend, g);
+    EXPECT_EQ(r.fusion.applied["matmul_bias_act"], 1) << r.fusion.str();
+  }
+  // Knobs that make the fused epilogue slower than the one-op kernel: bias fused, GELU alone,
+  // reported as not_profitable, and the values still match the reference.
+  cpu::CpuOptions o;
+  fusion::IoFusionGate slow = cpu::cpu_io_gate_defaults();
+  slow.ns_per_element["matmul_bias_act.gelu"] = 1e4;
+  o.io_gate = slow;
+  cpu::CpuBackend backend(o);
+  ir::Graph g;
+  auto r = dense_gelu_compiled(backend, g);
+  EXPECT_EQ(r.fusion.applied.count("matmul_bias_act"), 0u) << r.fusion.str();
+  EXPECT_EQ(r.fusion.applied["matmul_bias"], 1) << r.fusion.str();
+  EXPECT_NE(r.fusion.str().find("not_profitable"), std::string::npos) << r.fusion.str();
+  auto exe = backend.compile(r.lir);
+  Tensor xv = iota({16, 32}), wv = iota({64, 32}, 0.05), bv = iota({64}, 0.2);
+  exe->set_input("x", xv);
+  exe->set_param("w", wv);
+  exe->set_param("b", bv);
+  exe->execute();
+  EXPECT_NE(cpu::kernel_listing(*exe).find("gelu"), std::string::npos);
+  auto want = ir::reference::evaluate(g, {{"x", xv}}, {{"w", wv}, {"b", bv}});
+  EXPECT_LE(ir::max_abs_diff(exe->output(0), want[0]), 1e-5);
+  // The gate off: every legal fusion.
+  o.use_io_gate = false;
+  EXPECT_EQ(cpu::CpuBackend(o).io_fusion_gate(), nullptr);
+}
+
+TEST(CpuExecutable, TheIoGateKnobsDecideTheRegion) {
+  // relu(tanh(x * s) - x) on [32, 64]: one elementwise region under the checked-in knobs (the
+  // region loop's tanh is faster than the one-op kernel's; regions are claimed by default).
+  auto build = [](ir::Graph& g) {
+    ir::Builder b(g);
+    auto x = b.input("x", Shape::of({32, 64}));
+    auto s = b.param("s", Shape::of({64}));
+    b.output(b.relu(b.sub(b.tanh(b.mul(x, s)), x)));
+  };
+  compile::CompileOptions co;
+  co.fold_constants = false;
+  {
+    cpu::CpuBackend backend;
+    ir::Graph g;
+    build(g);
+    auto r = compile::CompilePipeline(backend, co).run(g);
+    EXPECT_EQ(r.fusion.applied["elementwise_region"], 1) << r.fusion.str();
+  }
+  // Knobs whose region loop runs a tanh far slower than the one-op kernel: four kernels, the
+  // region reported as not_profitable, the same values.
+  cpu::CpuOptions o;
+  fusion::IoFusionGate slow = cpu::cpu_io_gate_defaults();
+  slow.ns_per_element["elementwise_region.tanh"] = 1e4;
+  o.io_gate = slow;
+  cpu::CpuBackend backend(o);
+  ir::Graph g;
+  build(g);
+  auto r = compile::CompilePipeline(backend, co).run(g);
+  EXPECT_EQ(r.fusion.applied.count("elementwise_region"), 0u) << r.fusion.str();
+  EXPECT_NE(r.fusion.str().find("missed  elementwise_region"), std::string::npos) << r.fusion.str();
+  EXPECT_NE(r.fusion.str().find("not_profitable"), std::string::npos) << r.fusion.str();
+  EXPECT_EQ(r.kernels_after_fusion, 4);
+  auto exe = backend.compile(r.lir);
+  Tensor xv = iota({32, 64}), sv = iota({64}, 0.2);
+  exe->set_input("x", xv);
+  exe->set_param("s", sv);
+  exe->execute();
+  auto want = ir::reference::evaluate(g, {{"x", xv}}, {{"s", sv}});
+  EXPECT_LE(ir::max_abs_diff(exe->output(0), want[0]), 1e-6);
+}
+
+TEST(CpuExecutable, CalibrationMeasuresEveryKnob) {
+  cpu::CpuOptions o;
+  o.num_threads = 1;
+  o.gemm = cpu::GemmProvider::onednn; // no compile-time GEMM timing in a test
+  const fusion::IoFusionGate m = cpu::calibrate_cpu_io_gate(o);
+  EXPECT_GT(m.dispatch_ns, 0.0);
+  EXPECT_GT(m.memory_bytes_per_ns, 0.0);
+  std::vector<std::string> keys{"elementwise_region", "elementwise_region.neg"};
+  for (const char* op : {"relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "erf"}) {
+    keys.push_back(op);
+    keys.push_back("elementwise_region." + std::string(op));
+  }
+  for (const char* act : {"relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh"})
+    keys.push_back("matmul_bias_act." + std::string(act));
+  for (const std::string& k : keys) {
+    ASSERT_TRUE(m.ns_per_element.count(k)) << k;
+    EXPECT_GE(m.ns_per_element.at(k), 0.0) << k;
+  }
+  EXPECT_EQ(m.ns_per_element.size(), keys.size());
+  // The defaults price the same keys, and a transcendental costs more than a cheap instruction
+  // in the region loop (exp against abs / neg), on any machine.
+  const fusion::IoFusionGate d = cpu::cpu_io_gate_defaults();
+  for (const auto& [k, v] : m.ns_per_element)
+    EXPECT_TRUE(d.ns_per_element.count(k)) << k;
+  EXPECT_GT(d.ns_per_element.at("elementwise_region.exp"),
+            d.ns_per_element.at("elementwise_region"));
+}
+
 TEST(CpuExecutable, ViewsGetNoKernel) {
   ir::Graph g;
   ir::Builder b(g);

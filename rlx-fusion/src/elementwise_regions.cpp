@@ -2,11 +2,13 @@
 // ElementwiseRegion nodes) and UnfuseElementwiseRegions (inline them back).
 #include "rlx/fusion/elementwise_regions.hpp"
 
+#include "rlx/fusion/io_gate.hpp"
 #include "rlx/fusion/report.hpp"
 #include "rlx/ir/builder.hpp"
 #include "rlx/ir/region.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 
 namespace rlx::fusion {
@@ -299,7 +301,7 @@ private:
     int count = 0;
     for (std::size_t r = 0; r < regions_.size(); ++r) {
       Region& reg = regions_[r];
-      if (!reg.alive || reg.members.size() < 2)
+      if (!reg.alive || reg.members.size() < 2 || !profitable(reg))
         continue;
       if (build(static_cast<int>(r), reg, outputs, count))
         changed = true;
@@ -311,6 +313,29 @@ private:
     if (ctx_.report)
       ctx_.report->record_applied(kPattern, count);
     return true;
+  }
+
+  /// Whether the backend's IO gate (PassContext::io_gate; none: yes) judges \p reg one region
+  /// kernel cheaper than its members as kernels of their own; a refusal is a not_profitable miss
+  /// at the region's last member.
+  bool profitable(const Region& reg) {
+    if (!ctx_.io_gate)
+      return true;
+    const IoFusionGate& gate = *ctx_.io_gate;
+    const GraphIoProfile before = profile_graph_io(g_, reg.members, gate);
+    const GraphIoProfile after = profile_region_io(g_, reg.members, gate);
+    const double score = gate.score_ns(fusion_benefit(before, after));
+    if (score >= gate.min_gain_ns)
+      return true;
+    char detail[200];
+    std::snprintf(detail, sizeof detail,
+                  "the IO gate models %.0f ns saved by a region of %zu ops, under %.0f "
+                  "(compute %.0f -> %.0f ns, bytes %lld -> %lld)",
+                  score, reg.members.size(), gate.min_gain_ns, before.compute_ns, after.compute_ns,
+                  static_cast<long long>(before.device_traffic_bytes),
+                  static_cast<long long>(after.device_traffic_bytes));
+    miss(reg.members.back(), MissReason::not_profitable, detail);
+    return false;
   }
 
   bool build(int r, const Region& reg, std::vector<NodeId>& graph_outputs, int& count) {

@@ -54,6 +54,10 @@ Pattern norm_pattern(std::string name, OpKind norm, OpKind fused, bool beta) {
   p.root.float_dtype();
   p.check = same_dims;
   p.emits = {fused, OpKind::Get};
+  // Not judged by the IO gate: when the sum has other users (a pre-norm block's residual
+  // stream), this step only adds the sum as a second result; the Add dies in the sum pattern's
+  // step, so a per-step model would refuse every pre-norm residual (LLaMA's).
+  p.gated = false;
   p.rewrite = [fused, beta](ir::Builder& b, const Match& m) {
     std::vector<NodeId> in{m["x"], m["r"], m["gamma"]};
     if (beta)

@@ -6,6 +6,7 @@
 #include "rlx/ir/op.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
@@ -71,6 +72,25 @@ bool IoFusionGate::should_fuse(const GraphIoProfile& before, const GraphIoProfil
   return score_ns(fusion_benefit(before, after)) >= min_gain_ns;
 }
 
+std::string IoFusionGate::fingerprint() const {
+  std::string text;
+  char buf[64];
+  for (double v : {dispatch_ns, roundtrip_ns, memory_bytes_per_ns, host_readback_bytes_per_ns,
+                   host_thunk_penalty_ns, min_gain_ns, static_cast<double>(symbolic_dim)}) {
+    std::snprintf(buf, sizeof buf, "%.17g;", v);
+    text += buf;
+  }
+  for (const auto& [k, v] : ns_per_element) {
+    std::snprintf(buf, sizeof buf, "=%.17g;", v);
+    text += k + buf;
+  }
+  std::uint64_t h = 1469598103934665603ull; // FNV-1a
+  for (unsigned char c : text)
+    h = (h ^ c) * 1099511628211ull;
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 std::string cost_key(const ir::Graph& g, ir::NodeId id) {
   const ir::Node& n = g.node(id);
   std::string key(ir::op_name(n.op));
@@ -109,6 +129,43 @@ GraphIoProfile profile_graph_io(const ir::Graph& g, const IoFusionGate& gate) {
   for (std::uint32_t i = 0; i < g.size(); ++i)
     all.emplace_back(i);
   return profile_graph_io(g, all, gate);
+}
+
+std::string region_cost_key(ir::OpKind op) {
+  return "elementwise_region." + std::string(ir::op_name(op));
+}
+
+GraphIoProfile profile_region_io(const ir::Graph& g, std::span<const ir::NodeId> members,
+                                 const IoFusionGate& gate) {
+  std::set<std::uint32_t> in_set;
+  for (ir::NodeId m : members)
+    in_set.insert(m.v);
+  GraphIoProfile p;
+  p.kernel_launches = 1;
+  std::set<std::uint32_t> operands;
+  double bytes = 0;
+  const auto generic = gate.ns_per_element.find("elementwise_region");
+  for (ir::NodeId m : members) {
+    const ir::Node& n = g.node(m);
+    for (ir::NodeId in : n.inputs)
+      if (!in_set.count(in.v) && operands.insert(in.v).second)
+        bytes += bytes_of(g.shape(in), gate.symbolic_dim);
+    bool result = g.is_output(m);
+    for (ir::NodeId u : g.users(m))
+      result = result || !in_set.count(u.v);
+    if (result) {
+      bytes += bytes_of(n.shape, gate.symbolic_dim);
+      if (g.is_output(m))
+        p.host_output_bytes += static_cast<std::int64_t>(bytes_of(n.shape, gate.symbolic_dim));
+    }
+    auto it = gate.ns_per_element.find(region_cost_key(n.op));
+    if (it == gate.ns_per_element.end())
+      it = generic;
+    if (it != gate.ns_per_element.end())
+      p.compute_ns += it->second * elements(n.shape, gate.symbolic_dim);
+  }
+  p.device_traffic_bytes = static_cast<std::int64_t>(bytes);
+  return p;
 }
 
 std::vector<ir::NodeId> dying_with(const ir::Graph& g, ir::NodeId root) {

@@ -258,9 +258,9 @@ int apply_patterns(ir::Graph& g, std::span<const Pattern> patterns, const ApplyO
   for (int sweep = 0; sweep < opts.max_sweeps; ++sweep) {
     misses.clear();
     bool changed = false;
-    const std::size_t n = g.size();
+    std::size_t n = g.size();
     for (std::uint32_t i = 0; i < n; ++i) {
-      const ir::NodeId id(i);
+      ir::NodeId id(i);
       const auto& cands = by_op[static_cast<std::size_t>(g.node(id).op)];
       if (cands.empty() || g.use_count(id) == 0)
         continue;
@@ -272,40 +272,44 @@ int apply_patterns(ir::Graph& g, std::span<const Pattern> patterns, const ApplyO
                                           std::move(r.miss->detail)});
           continue;
         }
-        if (opts.gate && p->gated) {
-          // Judge the rewrite on a copy (so a refused one leaves no nodes, and no extra uses,
-          // behind): before, what dies with the root; after, the nodes the rewrite builds.
-          ir::Graph trial = g;
-          ir::Builder tb(trial);
-          const std::size_t built_from = trial.size();
-          const ir::NodeId trepl = p->rewrite(tb, r.match);
-          if (trepl != id) {
-            std::vector<ir::NodeId> built;
-            for (std::size_t k = built_from; k < trial.size(); ++k)
-              built.emplace_back(static_cast<std::uint32_t>(k));
-            const GraphIoProfile before = profile_graph_io(g, dying_with(g, id), *opts.gate);
-            const GraphIoProfile after = profile_graph_io(trial, built, *opts.gate);
-            const double score = opts.gate->score_ns(fusion_benefit(before, after));
-            if (score < opts.gate->min_gain_ns) {
-              char detail[200];
-              std::snprintf(detail, sizeof detail,
-                            "the IO gate models %.0f ns saved, under %.0f (launches %lld -> %lld, "
-                            "bytes %lld -> %lld)",
-                            score, opts.gate->min_gain_ns,
-                            static_cast<long long>(before.kernel_launches),
-                            static_cast<long long>(after.kernel_launches),
-                            static_cast<long long>(before.device_traffic_bytes),
-                            static_cast<long long>(after.device_traffic_bytes));
-              misses.push_back(
-                  MissedFusion{p->name, ir::describe(g, id), MissReason::not_profitable, detail});
-              continue;
-            }
-          }
-        }
+        // Rewrite in place; the nodes it built are [built_from, size).
+        const std::size_t built_from = g.size();
         ir::Builder b(g);
         ir::NodeId repl = p->rewrite(b, r.match);
         if (repl == id)
           continue;
+        if (opts.gate && p->gated) {
+          // Judge the rewrite: before, what dies with the root; after, the nodes it built.
+          std::vector<ir::NodeId> built;
+          for (std::size_t k = built_from; k < g.size(); ++k)
+            built.emplace_back(static_cast<std::uint32_t>(k));
+          const GraphIoProfile before = profile_graph_io(g, dying_with(g, id), *opts.gate);
+          const GraphIoProfile after = profile_graph_io(g, built, *opts.gate);
+          const double score = opts.gate->score_ns(fusion_benefit(before, after));
+          if (score < opts.gate->min_gain_ns) {
+            char detail[200];
+            std::snprintf(detail, sizeof detail,
+                          "the IO gate models %.0f ns saved, under %.0f (launches %lld -> %lld, "
+                          "bytes %lld -> %lld)",
+                          score, opts.gate->min_gain_ns,
+                          static_cast<long long>(before.kernel_launches),
+                          static_cast<long long>(after.kernel_launches),
+                          static_cast<long long>(before.device_traffic_bytes),
+                          static_cast<long long>(after.device_traffic_bytes));
+            misses.push_back(
+                MissedFusion{p->name, ir::describe(g, id), MissReason::not_profitable, detail});
+            // Undo: the built nodes are dead; compacting drops them (and the uses they added,
+            // which would turn later one-use checks into false misses). Compaction renumbers, so
+            // the scan goes on from the root's new id over the whole compacted list (nodes
+            // added earlier in this sweep may be visited in it; the fixed point is the same).
+            // Only a refusal pays for it: no graph copy per judged match.
+            const std::vector<ir::NodeId> remap = g.compact();
+            id = remap[id.v];
+            i = id.v;
+            n = g.size();
+            continue; // the root's other candidate patterns
+          }
+        }
         if (!(g.shape(repl) == g.shape(id)))
           throw Error("pattern '" + p->name + "' replaced " + ir::describe(g, id) + " of type " +
                       g.shape(id).str() + " by " + ir::describe(g, repl) + " of type " +

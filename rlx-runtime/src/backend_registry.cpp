@@ -43,8 +43,11 @@ std::vector<DeviceKind> BackendRegistry::kinds() const {
 }
 
 void register_cpu_backend(BackendRegistry& registry, const cpu::CpuOptions& opts) {
-  std::string config = std::string("gemm=") + std::string(cpu::gemm_provider_name(opts.gemm)) +
-                       " threads=" + std::to_string(opts.num_threads);
+  std::string config =
+      std::string("gemm=") + std::string(cpu::gemm_provider_name(opts.gemm)) +
+      " threads=" + std::to_string(opts.num_threads) + " io_gate=" +
+      (opts.use_io_gate ? (opts.io_gate ? *opts.io_gate : cpu::cpu_io_gate_defaults()).fingerprint()
+                        : std::string("off"));
   registry.add(
       DeviceKind::cpu,
       [opts](const Device& d) {

@@ -4,6 +4,7 @@
 #include "../matmul.hpp"
 
 #include "../dtypes.hpp"
+#include "../epilogue.hpp"
 #include "../gemm_choice.hpp"
 #include "../lower.hpp"
 #include "../onednn.hpp"
@@ -195,6 +196,10 @@ void epilogue(ExecContext& ctx, T* out, std::int64_t rows, std::int64_t n, const
   if (!bias && !op)
     return;
   parallel_for(ctx, rows, grain_for(n), [&](std::int64_t b, std::int64_t e) {
+    if constexpr (std::is_same_v<T, float>) {
+      bias_act_f32(out + b * n, e - b, n, n, bias, act);
+      return;
+    }
     for (std::int64_t r = b; r < e; ++r) {
       T* y = out + r * n;
       if (bias)
@@ -263,6 +268,10 @@ public:
                       static_cast<blasint>(n));
         if (!bias && !op)
           continue;
+        if constexpr (std::is_same_v<T, float>) { // vectorised for the machine (epilogue.hpp)
+          bias_act_f32(z, rows, cols, n, bias ? bias + j0 : nullptr, s_.act);
+          continue;
+        }
         for (std::int64_t r = 0; r < rows; ++r) {
           T* row = z + r * n;
           if (bias)

@@ -281,6 +281,8 @@ void add_model_options(CLI::App& app, ModelArgs& a, bool with_weights) {
   app.add_option(
       "--no-fuse-pass", a.no_fuse_passes,
       "skip one fusion pass (repeatable): fuse-gelu-spelling, fuse-matmul-bias-act, ...");
+  app.add_flag("--no-io-gate", a.no_io_gate,
+               "cpu: apply every legal fusion, without the IO fusion-benefit gate's verdict");
 }
 
 ResolvedModel resolve_model(const ModelArgs& in, bool with_weights) {
@@ -488,6 +490,7 @@ runtime::Session make_session(const ModelArgs& a, const ResolvedModel& m) {
   runtime::SessionOptions so;
   so.cpu.gemm = cpu::parse_gemm_provider(a.gemm);
   so.cpu.num_threads = a.threads;
+  so.cpu.use_io_gate = !a.no_io_gate;
   if (a.device != "auto")
     return runtime::Session(runtime::Device::parse(a.device), std::move(so));
   const auto ranked = runtime::rank_devices(m.graph, m.bindings, compile_options(a, m), so);

@@ -43,6 +43,7 @@ struct ModelArgs {
   int threads = 0;
   bool no_fuse = false;
   std::vector<std::string> no_fuse_passes; ///< --no-fuse-pass, repeatable
+  bool no_io_gate = false;                 ///< --no-io-gate: every legal fusion, unjudged
 };
 
 /// Registers the model options on \p app. \p with_weights adds --weights and its companions.

@@ -69,8 +69,15 @@ void print_pipeline_summary(std::ostream& out, const runtime::VariantInfo& v) {
       first = false;
     }
   }
-  if (!r.fusion.missed.empty())
-    out << "; " << r.fusion.missed.size() << " missed (rlx inspect lists them)";
+  if (!r.fusion.missed.empty()) {
+    std::size_t unprofitable = 0;
+    for (const fusion::MissedFusion& m : r.fusion.missed)
+      unprofitable += m.reason == fusion::MissReason::not_profitable;
+    out << "; " << r.fusion.missed.size() << " missed";
+    if (unprofitable)
+      out << ", " << unprofitable << " of them not profitable (IO gate)";
+    out << " (rlx inspect lists them)";
+  }
   out << "; kernels " << r.kernels_before_fusion << " -> " << r.kernels_after_fusion
       << " by fusion\n";
   const auto t = r.dispatch.total();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,7 +43,25 @@ struct CpuOptions {
   bool elementwise_regions = true;
   /// `automatic`: products with fewer multiply-adds than this are not timed (they use oneDNN).
   std::int64_t gemm_measure_min_work = std::int64_t{1} << 16;
+  /// The IO fusion-benefit gate's cost knobs (rlx/fusion/io_gate.hpp): unset means
+  /// cpu_io_gate_defaults(); `use_io_gate = false` turns the gate off (every legal fusion).
+  std::optional<fusion::IoFusionGate> io_gate{};
+  bool use_io_gate = true;
 };
+
+/// The CPU's IO-gate knobs checked into the code: calibrate_cpu_io_gate()'s output on the
+/// development machine (the machine, ISA and load are named in io_gate_calibration.cpp).
+fusion::IoFusionGate cpu_io_gate_defaults();
+
+/// Measures the IO-gate knobs on this machine with the kernel profiler, through the real compile
+/// pipeline (gate off) and backend options \p opts (threads, GEMM provider), on 128 x 1024 f32
+/// activations: the dispatch cost of a kernel record with no work, the bandwidth of a kernel
+/// that only moves bytes, each activation's one-op kernel time per element beyond its bytes
+/// ("gelu"), the region loop's time per element of a cheap instruction ("elementwise_region")
+/// and of each activation ("elementwise_region.gelu"), and each MatMulBiasAct epilogue's time
+/// per element over the same product with the bias only ("matmul_bias_act.gelu"). Takes a few
+/// seconds.
+fusion::IoFusionGate calibrate_cpu_io_gate(const CpuOptions& opts = {});
 
 /// The CPU backend: claims the ops of cpu_claims() and compiles LIR into a flat kernel list over
 /// one arena allocated once (see rlx-cpu/DESIGN.md).
@@ -64,6 +83,9 @@ public:
   /// scratch_bytes()). Throws Error naming the node when an op is not claimed or a plan slot is
   /// missing.
   std::unique_ptr<compile::Executable> compile(const ir::Module& lir) const override;
+  /// \returns the IO gate's knobs (CpuOptions::io_gate or cpu_io_gate_defaults()), or null when
+  /// CpuOptions::use_io_gate is off.
+  const fusion::IoFusionGate* io_fusion_gate() const override;
   /// Compiles like compile(), with Params read in place from \p weights: kernels point at the
   /// region's bytes, oneDNN GEMMs at packed copies shared through the region, and a weight only
   /// read packed gives its plain bytes back. Executables compiled against one region share its
@@ -80,6 +102,7 @@ public:
 private:
   CpuOptions opts_;
   int threads_ = 1;
+  fusion::IoFusionGate gate_;
 };
 
 /// Creates a CPU backend with options \p opts (the factory the runtime's backend registry calls).

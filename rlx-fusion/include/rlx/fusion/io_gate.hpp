@@ -54,6 +54,9 @@ struct IoFusionGate {
   double score_ns(const FusionBenefit& b) const;
   /// Whether the rewrite from \p before to \p after saves at least min_gain_ns.
   bool should_fuse(const GraphIoProfile& before, const GraphIoProfile& after) const;
+  /// 16 hex digits that change with any knob (a compile-cache key part: fused graphs differ
+  /// when the knobs do).
+  std::string fingerprint() const;
 };
 
 /// The key under which IoFusionGate::ns_per_element prices node \p id: the op's name, and for
@@ -66,6 +69,18 @@ GraphIoProfile profile_graph_io(const ir::Graph& g, std::span<const ir::NodeId> 
                                 const IoFusionGate& gate);
 /// The profile of every node of \p g.
 GraphIoProfile profile_graph_io(const ir::Graph& g, const IoFusionGate& gate);
+
+/// The key under which IoFusionGate::ns_per_element prices op \p op as one instruction of an
+/// elementwise region's loop: "elementwise_region.<op>" ("elementwise_region.sigmoid"); an op
+/// without its own key is priced at "elementwise_region" (any cheap op: add, mul, neg, ...).
+std::string region_cost_key(ir::OpKind op);
+
+/// The profile of running \p members of \p g (an elementwise region's ops, in id order) as one
+/// region kernel: one launch, each operand from outside the set read once, each member used
+/// outside the set (or a graph output) written once, and each member's result elements priced at
+/// region_cost_key() of its op.
+GraphIoProfile profile_region_io(const ir::Graph& g, std::span<const ir::NodeId> members,
+                                 const IoFusionGate& gate);
 
 /// The nodes that die when every use of \p root is rewired elsewhere: \p root and, transitively,
 /// operands (not leaves) all of whose uses are dying nodes and which are no graph output. In
