@@ -51,6 +51,13 @@ constexpr std::array kUnclaimed = {
                                             "legalisation decomposes it into primitives"},
     UnclaimedOp{K::RopeGrad, "backward op without an OpenCL kernel yet: legalisation decomposes "
                              "it into primitives"},
+    // ---- conv / pool backward ----
+    UnclaimedOp{K::Conv2dGradInput, "backward op without an OpenCL kernel yet (Conv2d itself is "
+                                    "unclaimed): legalisation decomposes it into primitives"},
+    UnclaimedOp{K::Conv2dGradWeight, "backward op without an OpenCL kernel yet (Conv2d itself is "
+                                     "unclaimed): legalisation decomposes it into primitives"},
+    UnclaimedOp{K::Pool2dGrad, "backward op without an OpenCL kernel yet (Pool2d itself is "
+                               "unclaimed): legalisation decomposes it into primitives"},
 };
 
 ir::ClaimSet build_claims() {
