@@ -1424,6 +1424,9 @@ void conv_backward_cases(Table& t) {
       {"groups2", {2, 4, 6, 6}, {6, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 2}},
       {"depthwise", {1, 4, 5, 5}, {4, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 4}},
       {"1x1", {2, 8, 4, 4}, {5, 8, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1}},
+      // C / groups * KH * KW > 32: the CPU's oneDNN backward-weights path (smaller ones loop).
+      {"c8_stride2_pad1", {2, 8, 7, 6}, {6, 8, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, 1}},
+      {"c16_groups2", {2, 16, 5, 5}, {4, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 2}},
   };
   auto out_size = [](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p,
                      std::int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; };
