@@ -1,11 +1,9 @@
 // vjp_nn.cpp: VJP rules of Attention, Rope, SoftmaxCrossEntropy, Conv2d and Pool2d.
 //
-// Attention, Rope and SoftmaxCrossEntropy emit rlx-ir's backward ops (attention_grad, rope_grad,
-// softmax_cross_entropy_grad: closed forms with CPU kernels and decompositions). Conv2d and Pool2d
-// (and attention with a bias mask that wants a gradient) are differentiated through their
-// decomposition into primitives (emitted here, in the gradient graph, reading the forward
-// operands): conv and pool become an im2col Gather (whose transpose is ScatterAdd) and a
-// MatMul / Reduce. Dedicated conv / pool backward ops are the planned replacement.
+// Each emits rlx-ir's backward ops (closed forms with CPU kernels and decompositions):
+// attention_grad, rope_grad, softmax_cross_entropy_grad, conv2d_grad_input / conv2d_grad_weight
+// (the bias's gradient is a plain Reduce sum of up) and pool2d_grad. Attention with a bias mask
+// that wants a gradient is differentiated through its decomposition into primitives instead.
 #include "decompose_ad.hpp"
 #include "helpers.hpp"
 #include "table.hpp"
@@ -59,18 +57,47 @@ Grads softmax_cross_entropy(VjpContext& c) {
   return {c.b.op(OpKind::SoftmaxCrossEntropyGrad, {c.in[0], c.in[1], c.up}), {}};
 }
 
-// ---- conv2d and pool2d (im2col through Gather) -------------------------------------------------
+// ---- conv2d and pool2d --------------------------------------------------------------------------
 
 Grads conv2d(VjpContext& c) {
-  ir::Conv2dAttrs a = c.node.attr<ir::Conv2dAttrs>();
-  return c.decompose(
-      [a](Builder& b, std::span<const NodeId> in) { return conv_primitives(b, a, in); });
+  // dx = conv2d_grad_input(up, w), dw = conv2d_grad_weight(x, up) (each carries the size stride
+  // > 1 loses), db = sum of up over N, OH, OW.
+  const auto& a = c.node.attr<ir::Conv2dAttrs>();
+  ir::Conv2dGradAttrs g;
+  g.stride = a.stride;
+  g.padding = a.padding;
+  g.dilation = a.dilation;
+  g.groups = a.groups;
+  Grads gr(c.in.size());
+  if (c.needs[0]) {
+    const Shape xs = c.b.shape(c.in[0]);
+    g.size = {xs[2].size(), xs[3].size()};
+    gr[0] = c.b.op(OpKind::Conv2dGradInput, {c.up, c.in[1]}, g);
+  }
+  if (c.needs[1]) {
+    const Shape ws = c.b.shape(c.in[1]);
+    g.size = {ws[2].size(), ws[3].size()};
+    gr[1] = c.b.op(OpKind::Conv2dGradWeight, {c.in[0], c.up}, g);
+  }
+  if (c.in.size() > 2 && c.needs[2])
+    gr[2] = c.b.sum(c.up, {0, 2, 3});
+  return gr;
 }
 
 Grads pool2d(VjpContext& c) {
-  ir::Pool2dAttrs a = c.node.attr<ir::Pool2dAttrs>();
-  return c.decompose(
-      [a](Builder& b, std::span<const NodeId> in) { return pool_primitives(b, a, in); });
+  // max: pool2d_grad(x, y, up) (the first cell equal to y takes the window's gradient, torch's
+  // max_pool2d); avg: pool2d_grad(up) (up / in-bounds count to every in-bounds cell).
+  const auto& a = c.node.attr<ir::Pool2dAttrs>();
+  ir::Pool2dGradAttrs g;
+  g.kind = a.kind;
+  g.kernel = a.kernel;
+  g.stride = a.stride;
+  g.padding = a.padding;
+  const Shape xs = c.b.shape(c.in[0]);
+  g.input_size = {xs[2].size(), xs[3].size()};
+  if (a.kind == ir::PoolKind::max)
+    return {c.b.op(OpKind::Pool2dGrad, {c.in[0], c.self, c.up}, g)};
+  return {c.b.op(OpKind::Pool2dGrad, {c.up}, g)};
 }
 
 std::uint32_t attention_masks(const ir::Node& n) {
@@ -85,8 +112,8 @@ void add_nn_rules(VjpTable& t) {
   set_rule(t, OpKind::Attention, attention, 0, false, attention_masks);
   set_rule(t, OpKind::Rope, rope);
   set_rule(t, OpKind::SoftmaxCrossEntropy, softmax_cross_entropy, 1u << 1);
-  set_rule(t, OpKind::Conv2d, conv2d, 0, true);
-  set_rule(t, OpKind::Pool2d, pool2d, 0, true);
+  set_rule(t, OpKind::Conv2d, conv2d);
+  set_rule(t, OpKind::Pool2d, pool2d);
 }
 
 } // namespace rlx::autodiff::detail

@@ -119,6 +119,51 @@ TEST(GradWithLoss, NormsAndSoftmaxEmitTheirBackwardOps) {
   EXPECT_GT(r.checked, 0);
 }
 
+TEST(GradWithLoss, ConvAndPoolEmitTheirBackwardOps) {
+  // conv / pool backward: conv2d (stride 2, padding, groups, bias) -> relu -> max pool (padded,
+  // overlapping) -> conv2d (dilation) -> avg pool: conv2d_grad_weight for both weights,
+  // conv2d_grad_input for the second conv only (the image x is not differentiated), one
+  // pool2d_grad per pool, no im2col Gather / ScatterAdd left. Then the gradients against finite
+  // differences.
+  Graph g("cnn");
+  Builder b(g);
+  const DType t = DType::f64;
+  ir::Conv2dAttrs c1;
+  c1.stride = {2, 2};
+  c1.padding = {1, 1};
+  c1.groups = 2;
+  NodeId x = b.input("x", Shape::of({2, 4, 9, 9}, t));
+  NodeId h = b.relu(
+      b.conv2d(x, b.param("w1", Shape::of({6, 2, 3, 3}, t)), b.param("b1", Shape::of({6}, t)), c1));
+  ir::Pool2dAttrs p1;
+  p1.kernel = {3, 3};
+  p1.stride = {1, 1};
+  p1.padding = {1, 1};
+  h = b.pool2d(h, p1);
+  ir::Conv2dAttrs c2;
+  c2.dilation = {2, 1};
+  h = b.conv2d(h, b.param("w2", Shape::of({3, 6, 2, 2}, t)), {}, c2);
+  ir::Pool2dAttrs p2;
+  p2.kind = ir::PoolKind::avg;
+  p2.kernel = {2, 2};
+  p2.stride = {1, 2};
+  b.output(b.sum(b.pool2d(h, p2), {}));
+  Graph gg = autodiff::grad_with_loss(g, autodiff::float_params(g));
+  EXPECT_EQ(count(gg, OpKind::Conv2dGradWeight), 2u);
+  EXPECT_EQ(count(gg, OpKind::Conv2dGradInput), 1u);
+  EXPECT_EQ(count(gg, OpKind::Pool2dGrad), 2u);
+  EXPECT_EQ(count(gg, OpKind::Gather), 0u);
+  EXPECT_EQ(count(gg, OpKind::ScatterAdd), 0u);
+  TensorMap in{{"x", random(Shape::of({2, 4, 9, 9}, t), 4)}},
+      pa{{"w1", random(Shape::of({6, 2, 3, 3}, t), 5)},
+         {"b1", random(Shape::of({6}, t), 6)},
+         {"w2", random(Shape::of({3, 6, 2, 2}, t), 7)}};
+  const autodiff::testing::WeightedLoss l = autodiff::testing::weighted_sum_loss(g, 12);
+  const auto res = autodiff::testing::check_gradients(l, in, pa, autodiff::float_params(g));
+  EXPECT_LE(res.max_err, 1e-6) << res.worst;
+  EXPECT_GT(res.checked, 0);
+}
+
 TEST(GradWithLoss, AttentionRopeAndCrossEntropyEmitTheirBackwardOps) {
   // backward ops 2: rope -> rope_grad, attention (causal, GQA, softcap) -> one attention_grad
   // (dq, dk, dv through gets; no Softmax recomputed in primitives), softmax_cross_entropy ->

@@ -82,6 +82,9 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
   c.claim(K::SoftmaxCrossEntropyGrad,
           {DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::u8});
   c.claim(K::RopeGrad, kFloats);
+  // Conv / pool backward (kernels/conv_grad.cpp): oneDNN for f32, loops for f64.
+  for (K k : {K::Conv2dGradInput, K::Conv2dGradWeight, K::Pool2dGrad})
+    c.claim(k, kFloats);
   c.claim(K::Attention, {DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
   // int8 quantization: float in, i8 out (Quantize); i8 in, f32 out (Dequantize).
   c.claim(K::Quantize, {DType::f32, DType::f64, DType::i8});

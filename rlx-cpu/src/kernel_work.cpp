@@ -52,6 +52,14 @@ KernelWork kernel_work(const ir::Graph& g, ir::NodeId id) {
     w.flops = 2 * numel(n.shape) * static_cast<double>(wt[1].size() * wt[2].size() * wt[3].size());
     break;
   }
+  case ir::OpKind::Conv2dGradInput:    // as the forward: per dy element, Cin / groups * kh * kw
+  case ir::OpKind::Conv2dGradWeight: { // multiply-adds
+    const bool data = n.op == ir::OpKind::Conv2dGradInput;
+    const ir::Shape& dy = g.shape(n.inputs[data ? 0 : 1]);
+    const ir::Shape& wt = data ? g.shape(n.inputs[1]) : n.shape;
+    w.flops = 2 * numel(dy) * static_cast<double>(wt[1].size() * wt[2].size() * wt[3].size());
+    break;
+  }
   default:
     break;
   }

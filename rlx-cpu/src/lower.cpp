@@ -179,6 +179,12 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return rope_impls();
   case K::FusedAttentionBlock:
     return attention_block_impls();
+  case K::Conv2dGradInput: // conv / pool backward
+    return conv2d_grad_input_impls();
+  case K::Conv2dGradWeight:
+    return conv2d_grad_weight_impls();
+  case K::Pool2dGrad:
+    return pool2d_grad_impls();
   }
   return {};
 }

@@ -136,5 +136,8 @@ std::span<const KernelImpl> log_softmax_grad_impls();    // norm_grad.cpp
 std::span<const KernelImpl> attention_grad_impls();      // attention_grad.cpp: backward ops 2
 std::span<const KernelImpl> softmax_cross_entropy_grad_impls(); // loss_grad.cpp
 std::span<const KernelImpl> attention_block_impls();            // attention_block.cpp
+std::span<const KernelImpl> conv2d_grad_input_impls();  // conv_grad.cpp: conv / pool backward
+std::span<const KernelImpl> conv2d_grad_weight_impls(); // conv_grad.cpp
+std::span<const KernelImpl> pool2d_grad_impls();        // conv_grad.cpp
 
 } // namespace rlx::cpu

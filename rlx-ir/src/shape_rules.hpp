@@ -74,5 +74,9 @@ Shape rms_norm_grad(In, const NormAttrs&);
 Shape softmax_grad(In, const AxisAttrs&);
 Shape attention_grad(In, const AttentionAttrs&); // shape_rules_backward.cpp: backward ops 2
 Shape softmax_cross_entropy_grad(In, const NoAttrs&);
+// conv / pool backward (shape_rules_backward.cpp)
+Shape conv2d_grad_input(In, const Conv2dGradAttrs&);
+Shape conv2d_grad_weight(In, const Conv2dGradAttrs&);
+Shape pool2d_grad(In, const Pool2dGradAttrs&);
 
 } // namespace rlx::ir::rules

@@ -1,5 +1,6 @@
 // shape_rules_backward.cpp: the shape rules of the backward ops (ops.def's "backward ops"
-// section): the closed-form VJPs of the norms (tuple results) and of softmax / log-softmax.
+// section): the closed-form VJPs of the norms (tuple results), softmax / log-softmax, attention,
+// softmax cross-entropy, and conv2d / pool2d (each checked through its forward's rule).
 #include "rlx/ir/error.hpp"
 #include "shape_rules.hpp"
 
@@ -72,6 +73,84 @@ Shape softmax_cross_entropy_grad(In in, const NoAttrs& a) {
   require(in[2] == loss,
           "softmax_cross_entropy_grad: dloss " + in[2].str() + " must be " + loss.str());
   return in[0];
+}
+
+// ---- conv / pool backward ----------------------------------------------------------------------
+
+namespace {
+
+Conv2dAttrs forward_attrs(const Conv2dGradAttrs& a) {
+  Conv2dAttrs f;
+  f.stride = a.stride;
+  f.padding = a.padding;
+  f.dilation = a.dilation;
+  f.groups = a.groups;
+  return f;
+}
+
+void require_size(const std::vector<std::int64_t>& v, const std::string& what) {
+  require(v.size() == 2 && v[0] >= 1 && v[1] >= 1, what + " must be two values >= 1");
+}
+
+} // namespace
+
+// conv2d_grad_input(dy, w): x = [N, w[1] groups, size] must give the forward result dy's type.
+Shape conv2d_grad_input(In in, const Conv2dGradAttrs& a) {
+  const Shape &dy = in[0], &w = in[1];
+  require(dy.rank() == 4, "conv2d_grad_input: dy must be [N, O, OH, OW], got " + dy.str());
+  require(w.rank() == 4, "conv2d_grad_input: w must be [O, C/groups, KH, KW], got " + w.str());
+  require(w[1].is_static() && a.groups >= 1,
+          "conv2d_grad_input: w's dim 1 must be static and groups >= 1");
+  require_size(a.size, "conv2d_grad_input: size (the input's H, W)");
+  const Shape x({dy[0], Dim(w[1].size() * a.groups), Dim(a.size[0]), Dim(a.size[1])}, dy.dtype);
+  const Shape y = conv2d(std::vector<Shape>{x, w}, forward_attrs(a));
+  require(dy == y, "conv2d_grad_input: dy " + dy.str() + " must be the forward's result " +
+                       y.str() + " for input " + x.str());
+  return x;
+}
+
+// conv2d_grad_weight(x, dy): w = [dy[1], x[1] / groups, size] must give dy's type.
+Shape conv2d_grad_weight(In in, const Conv2dGradAttrs& a) {
+  const Shape &x = in[0], &dy = in[1];
+  require(x.rank() == 4, "conv2d_grad_weight: x must be [N, C, H, W], got " + x.str());
+  require(dy.rank() == 4, "conv2d_grad_weight: dy must be [N, O, OH, OW], got " + dy.str());
+  require(x[1].is_static() && dy[1].is_static(),
+          "conv2d_grad_weight: C and O must be static, got " + x.str() + " and " + dy.str());
+  require(a.groups >= 1 && x[1].size() % a.groups == 0, "conv2d_grad_weight: groups " +
+                                                            std::to_string(a.groups) +
+                                                            " must divide C " + x[1].str());
+  require_size(a.size, "conv2d_grad_weight: size (the kernel's KH, KW)");
+  const Shape w({dy[1], Dim(x[1].size() / a.groups), Dim(a.size[0]), Dim(a.size[1])}, x.dtype);
+  const Shape y = conv2d(std::vector<Shape>{x, w}, forward_attrs(a));
+  require(dy == y, "conv2d_grad_weight: dy " + dy.str() + " must be the forward's result " +
+                       y.str() + " for weight " + w.str());
+  return w;
+}
+
+// pool2d_grad: avg (dy) or max (x, y, dy); y and dy of the forward's result type.
+Shape pool2d_grad(In in, const Pool2dGradAttrs& a) {
+  const bool is_max = a.kind == PoolKind::max;
+  require(in.size() == (is_max ? 3u : 1u),
+          is_max ? "pool2d_grad: max takes x, y, dy" : "pool2d_grad: avg takes dy only");
+  const Shape& dy = in.back();
+  require(dy.rank() == 4, "pool2d_grad: dy must be [N, C, OH, OW], got " + dy.str());
+  require_size(a.input_size, "pool2d_grad: input_size (the input's H, W)");
+  const Shape x =
+      is_max ? in[0] : Shape({dy[0], dy[1], Dim(a.input_size[0]), Dim(a.input_size[1])}, dy.dtype);
+  require(x.rank() == 4 && x[2] == Dim(a.input_size[0]) && x[3] == Dim(a.input_size[1]),
+          "pool2d_grad: x " + x.str() + " must be [N, C, " + std::to_string(a.input_size[0]) +
+              ", " + std::to_string(a.input_size[1]) + "] (input_size)");
+  Pool2dAttrs f;
+  f.kind = a.kind;
+  f.kernel = a.kernel;
+  f.stride = a.stride;
+  f.padding = a.padding;
+  const Shape y = pool2d(std::vector<Shape>{x}, f);
+  if (is_max)
+    require(in[1] == y,
+            "pool2d_grad: y " + in[1].str() + " must be the forward's result " + y.str());
+  require(dy == y, "pool2d_grad: dy " + dy.str() + " must be the forward's result " + y.str());
+  return x;
 }
 
 } // namespace rlx::ir::rules

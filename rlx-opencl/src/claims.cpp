@@ -48,6 +48,9 @@ std::vector<UnclaimedOp> build_unclaimed() {
        {K::Sinh, K::Cosh, K::Asin, K::Acos, K::Atan, K::Asinh, K::Acosh, K::Atanh}},
       {"backward op without an OpenCL kernel yet: legalisation decomposes it into primitives",
        {K::AttentionGrad, K::SoftmaxCrossEntropyGrad, K::RopeGrad}},
+      {"backward op without an OpenCL kernel yet (its forward is unclaimed too): legalisation "
+       "decomposes it into primitives",
+       {K::Conv2dGradInput, K::Conv2dGradWeight, K::Pool2dGrad}},
   };
   std::vector<UnclaimedOp> out;
   for (const UnclaimedGroup& g : groups)

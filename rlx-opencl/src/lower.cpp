@@ -1015,6 +1015,9 @@ void Lowerer::lower(ir::NodeId id) {
   case K::AttentionGrad:
   case K::SoftmaxCrossEntropyGrad:
   case K::RopeGrad:
+  case K::Conv2dGradInput:
+  case K::Conv2dGradWeight:
+  case K::Pool2dGrad:
   case K::FusedAttentionBlock: // not claimed: legalisation runs its decomposition
     break;
   }

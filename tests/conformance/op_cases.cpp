@@ -1456,6 +1456,93 @@ void fused_attention_cases(Table& t) {
   add("causal_gqa", base(4, 2, ir::MaskKind::causal), 2, 6, 16, 8, 16, DType::f64);
 }
 
+// ---- conv / pool backward ----
+// conv2d_grad_input / conv2d_grad_weight over the forward's table (strides, padding, dilation,
+// groups, depthwise, 1x1) plus a stride that loses input rows; pool2d_grad for both kinds over the
+// forward's pools (max reads y = pool2d(x), so the first-max rule is exercised) plus a 3x2 window
+// with a row stride of 1.
+void conv_backward_cases(Table& t) {
+  struct C {
+    const char* name;
+    Sizes x, w;
+    ir::Conv2dAttrs a;
+  };
+  const C convs[] = {
+      {"3x3_pad1", {2, 3, 8, 8}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {"stride2", {1, 2, 9, 7}, {3, 2, 3, 3}, {{2, 2}, {1, 0}, {1, 1}, 1}},
+      {"stride3_loses_rows", {2, 2, 10, 8}, {3, 2, 2, 3}, {{3, 2}, {0, 1}, {1, 1}, 1}},
+      {"dilation2", {1, 3, 9, 9}, {2, 3, 3, 3}, {{1, 1}, {2, 2}, {2, 2}, 1}},
+      {"groups2", {2, 4, 6, 6}, {6, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 2}},
+      {"depthwise", {1, 4, 5, 5}, {4, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 4}},
+      {"1x1", {2, 8, 4, 4}, {5, 8, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1}},
+      // C / groups * KH * KW > 32: the CPU's oneDNN backward-weights path (smaller ones loop).
+      {"c8_stride2_pad1", {2, 8, 7, 6}, {6, 8, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, 1}},
+      {"c16_groups2", {2, 16, 5, 5}, {4, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 2}},
+  };
+  auto out_size = [](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p,
+                     std::int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; };
+  for (const C& c : convs)
+    for (DType d : {DType::f32, DType::f64}) {
+      const Sizes y{c.x[0], c.w[0],
+                    out_size(c.x[2], c.w[2], c.a.stride[0], c.a.padding[0], c.a.dilation[0]),
+                    out_size(c.x[3], c.w[3], c.a.stride[1], c.a.padding[1], c.a.dilation[1])};
+      ir::Conv2dGradAttrs g;
+      g.stride = c.a.stride;
+      g.padding = c.a.padding;
+      g.dilation = c.a.dilation;
+      g.groups = c.a.groups;
+      g.size = {c.x[2], c.x[3]};
+      const std::int64_t taps = c.w[0] / c.a.groups * c.w[2] * c.w[3];
+      t.add(std::string("conv2d_grad_input_") + c.name + "_" + dn(d), K::Conv2dGradInput,
+            {in("dy", y, d), in("w", c.w, d)}, g,
+            sum_of_products(d, taps, 1.0, "sums of at most O/groups·KH·KW products"));
+      g.size = {c.w[2], c.w[3]};
+      t.add(std::string("conv2d_grad_weight_") + c.name + "_" + dn(d), K::Conv2dGradWeight,
+            {in("x", c.x, d), in("dy", y, d)}, g,
+            sum_of_products(d, y[0] * y[2] * y[3], 1.0, "N·OH·OW-term dot products"));
+    }
+  struct P {
+    const char* name;
+    ir::Pool2dAttrs a;
+  };
+  const P pools[] = {
+      {"2x2", {ir::PoolKind::max, {2, 2}, {2, 2}, {0, 0}}},
+      {"3x3_pad1", {ir::PoolKind::max, {3, 3}, {1, 1}, {1, 1}}},
+      {"3x3_pad1_stride2", {ir::PoolKind::max, {3, 3}, {2, 2}, {1, 1}}},
+      {"3x2_stride1x2", {ir::PoolKind::max, {3, 2}, {1, 2}, {1, 0}}},
+  };
+  const Sizes x{2, 3, 7, 8};
+  for (const P& p : pools)
+    for (ir::PoolKind kind : {ir::PoolKind::max, ir::PoolKind::avg})
+      for (DType d : {DType::f32, DType::f64}) {
+        ir::Pool2dAttrs f = p.a;
+        f.kind = kind;
+        ir::Pool2dGradAttrs g;
+        g.kind = kind;
+        g.kernel = f.kernel;
+        g.stride = f.stride;
+        g.padding = f.padding;
+        g.input_size = {x[2], x[3]};
+        const Sizes y{x[0], x[1], (x[2] + 2 * f.padding[0] - f.kernel[0]) / f.stride[0] + 1,
+                      (x[3] + 2 * f.padding[1] - f.kernel[1]) / f.stride[1] + 1};
+        const std::string name = std::string("pool2d_grad_") +
+                                 (kind == ir::PoolKind::max ? "max_" : "avg_") + p.name + "_" +
+                                 dn(d);
+        const Tolerance tol{81 * unit(d), 2 * unit(d),
+                            "a sum of the dy shares (|dy| <= 1) of at most 9 overlapping windows: "
+                            "gamma_9 * 9 absolute"};
+        if (kind == ir::PoolKind::avg) {
+          t.add(name, K::Pool2dGrad, {in("dy", y, d)}, g, tol);
+          continue;
+        }
+        t.add_built(name, K::Pool2dGrad, {in("x", x, d), in("dy", y, d)}, tol,
+                    [f, g](ir::Graph& gr, const std::vector<ir::NodeId>& in_) {
+                      ir::Builder b(gr);
+                      return b.op(K::Pool2dGrad, {in_[0], b.pool2d(in_[0], f), in_[1]}, g);
+                    });
+      }
+}
+
 std::vector<OpCase> build_table() {
   Table t;
   unary_cases(t);
@@ -1477,6 +1564,7 @@ std::vector<OpCase> build_table() {
   backward_cases(t);
   backward2_cases(t);
   fused_attention_cases(t);
+  conv_backward_cases(t);
   return t.take();
 }
 

@@ -596,6 +596,47 @@ Graph backward_sample(OpKind op) {
   return g;
 }
 
+// conv / pool backward: stride 2 with padding, dilation and groups (so the sizes the attributes
+// carry are needed), a symbolic batch; pool2d_grad max with overlapping padded windows, avg on
+// its own.
+Graph conv_backward_sample(OpKind op) {
+  Graph g(std::string(op_name(op)));
+  Builder b(g);
+  Conv2dGradAttrs c;
+  c.stride = {2, 1};
+  c.padding = {1, 2};
+  c.dilation = {1, 2};
+  c.groups = 2;
+  if (op == OpKind::Conv2dGradInput) {
+    c.size = {6, 5};
+    NodeId dy = b.input("dy", Shape({sym("batch"), 4, 3, 5}, f32));
+    NodeId w = b.param("w", Shape({4, 3, 3, 3}, f32));
+    b.output(g.add(op, {dy, w}, c, "dx"));
+  } else if (op == OpKind::Conv2dGradWeight) {
+    c.size = {3, 3};
+    NodeId x = b.input("x", Shape({sym("batch"), 6, 6, 5}, f32));
+    NodeId dy = b.input("dy", Shape({sym("batch"), 4, 3, 5}, f32));
+    b.output(g.add(op, {x, dy}, c, "dw"));
+  } else { // Pool2dGrad
+    Pool2dGradAttrs p;
+    p.kernel = {3, 3};
+    p.stride = {2, 1};
+    p.padding = {1, 1};
+    p.input_size = {5, 4};
+    NodeId x = b.input("x", Shape({sym("batch"), 3, 5, 4}, f32));
+    Pool2dAttrs f;
+    f.kernel = p.kernel;
+    f.stride = p.stride;
+    f.padding = p.padding;
+    NodeId y = b.pool2d(x, f);
+    NodeId dy = b.input("dy", Shape({sym("batch"), 3, 3, 4}, f32));
+    b.output(g.add(op, {x, y, dy}, p, "dx_max"));
+    p.kind = PoolKind::avg;
+    b.output(g.add(op, {dy}, p, "dx_avg"));
+  }
+  return g;
+}
+
 std::int64_t bound_size(const Dim& d, const Bindings& b) {
   if (d.is_static())
     return d.size();
@@ -827,6 +868,10 @@ Graph sample_graph(OpKind op) {
   case OpKind::SoftmaxCrossEntropyGrad:
   case OpKind::RopeGrad:
     return backward_sample(op);
+  case OpKind::Conv2dGradInput:
+  case OpKind::Conv2dGradWeight:
+  case OpKind::Pool2dGrad:
+    return conv_backward_sample(op);
   default:
     break;
   }

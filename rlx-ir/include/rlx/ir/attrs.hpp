@@ -293,6 +293,28 @@ struct Pool2dAttrs {
   RLX_ATTRS(Pool2dAttrs, kind, kernel, stride, padding)
 };
 
+/// conv2d_grad_input / conv2d_grad_weight: the forward's Conv2dAttrs plus the spatial size of
+/// the gradient's result, which stride > 1 loses: the input's (H, W) for conv2d_grad_input, the
+/// kernel's (KH, KW) for conv2d_grad_weight.
+struct Conv2dGradAttrs {
+  std::vector<std::int64_t> stride{1, 1};
+  std::vector<std::int64_t> padding{0, 0};
+  std::vector<std::int64_t> dilation{1, 1};
+  std::int64_t groups = 1;
+  std::vector<std::int64_t> size{1, 1};
+  RLX_ATTRS(Conv2dGradAttrs, stride, padding, dilation, groups, size)
+};
+
+/// pool2d_grad: the forward's Pool2dAttrs plus the input's spatial size (H, W).
+struct Pool2dGradAttrs {
+  PoolKind kind = PoolKind::max;
+  std::vector<std::int64_t> kernel{2, 2};
+  std::vector<std::int64_t> stride{2, 2};
+  std::vector<std::int64_t> padding{0, 0};
+  std::vector<std::int64_t> input_size{1, 1};
+  RLX_ATTRS(Pool2dGradAttrs, kind, kernel, stride, padding, input_size)
+};
+
 /// If: inputs are the predicate (bool scalar) then the captures, bound in order to the branches'
 /// Inputs. Both branches have one output of the same type.
 struct IfAttrs {
@@ -446,6 +468,6 @@ using Attrs =
                  Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs, CustomFnAttrs, QuantAttrs,
                  LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs, SplitAttrs,
                  GetAttrs, MatMulBiasActAttrs, RegionAttrs, SwiGluMatMulAttrs, TopKAttrs,
-                 FusedAttentionBlockAttrs>;
+                 FusedAttentionBlockAttrs, Conv2dGradAttrs, Pool2dGradAttrs>;
 
 } // namespace rlx::ir
