@@ -179,6 +179,8 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return rope_impls();
   case K::FusedAttentionBlock:
     return attention_block_impls();
+  case K::FusedTransformerLayer:
+    return transformer_layer_impls();
   }
   return {};
 }

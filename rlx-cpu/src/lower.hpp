@@ -136,5 +136,6 @@ std::span<const KernelImpl> log_softmax_grad_impls();    // norm_grad.cpp
 std::span<const KernelImpl> attention_grad_impls();      // attention_grad.cpp: backward ops 2
 std::span<const KernelImpl> softmax_cross_entropy_grad_impls(); // loss_grad.cpp
 std::span<const KernelImpl> attention_block_impls();            // attention_block.cpp
+std::span<const KernelImpl> transformer_layer_impls();          // transformer_layer.cpp
 
 } // namespace rlx::cpu

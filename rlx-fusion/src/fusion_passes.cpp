@@ -39,6 +39,10 @@ const FusionPassInfo kFusionPasses[] = {
     {"fuse-residual-rms-norm",
      {ir::OpKind::ResidualRmsNorm, ir::OpKind::Get},
      make_fuse_residual_rms_norm},
+    // ---- transformer layer (after the block, the residual norms and the FFN products) ----
+    {"fuse-transformer-layer",
+     {ir::OpKind::FusedTransformerLayer, ir::OpKind::RmsNorm, ir::OpKind::Add},
+     make_fuse_transformer_layer},
     {MarkElementwiseRegionsPass::kName,
      {ir::OpKind::ElementwiseRegion},
      []() -> std::unique_ptr<Pass> { return std::make_unique<MarkElementwiseRegionsPass>(); }},

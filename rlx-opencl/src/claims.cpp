@@ -35,6 +35,11 @@ constexpr std::array kUnclaimed = {
     UnclaimedOp{K::LlamaBlock, "HIR block: lowered to MIR primitives before MIR"},
     UnclaimedOp{K::FusedAttentionBlock, "fused op without an OpenCL kernel yet: the fusion pass "
                                         "does not run for OpenCL (legalisation decomposes it)"},
+    // ---- transformer layer ----
+    UnclaimedOp{K::FusedTransformerLayer,
+                "fused op without an OpenCL kernel: it is a sequence of the CPU's sub-kernels "
+                "sharing scratch; OpenCL does not claim the attention block it contains either, so "
+                "fuse-transformer-layer does not run for OpenCL (legalisation decomposes it)"},
     // ---- onnx3: topk, trig (ONNX import; CPU kernels only) ----
     UnclaimedOp{K::TopK, "no OpenCL kernel yet (a per-lane partial sort; CPU only for now)"},
     UnclaimedOp{K::Sinh, "no OpenCL kernel yet (ONNX import op; CPU only for now)"},

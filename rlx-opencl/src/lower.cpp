@@ -1016,6 +1016,7 @@ void Lowerer::lower(ir::NodeId id) {
   case K::SoftmaxCrossEntropyGrad:
   case K::RopeGrad:
   case K::FusedAttentionBlock: // not claimed: legalisation runs its decomposition
+  case K::FusedTransformerLayer:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -64,5 +64,6 @@ void add_region_decompositions(DecompositionTable& t);            ///< fused ops
 void add_fused_norm_decompositions(DecompositionTable& t);        ///< fused ops: residual + norm
 void add_backward_decompositions(DecompositionTable& t);          ///< backward ops
 void add_fused_attention_decompositions(DecompositionTable& t);   ///< fused ops: attention block
+void add_fused_layer_decompositions(DecompositionTable& t); ///< fused ops: transformer layer
 
 } // namespace rlx::ir::decompose_detail

@@ -47,6 +47,7 @@ DecompositionTable make_table() {
   add_backward_decompositions(t);
   add_fused_norm_decompositions(t);
   add_fused_attention_decompositions(t);
+  add_fused_layer_decompositions(t);
   return t;
 }
 
