@@ -7,6 +7,7 @@
 #include "fusion_testing.hpp"
 #include "rlx/fusion/transformer_fusions.hpp"
 #include "rlx/ir/builder.hpp"
+#include "rlx/ir/error.hpp"
 #include "rlx/ir/hir.hpp"
 #include "rlx/ir/text.hpp"
 
@@ -236,9 +237,18 @@ TEST(FuseTransformerLayer, PassIsListedOnlyWhenClaimed) {
   const auto has = [](const std::vector<std::string>& v) {
     return std::find(v.begin(), v.end(), "fuse-transformer-layer") != v.end();
   };
-  EXPECT_TRUE(has(fusion_passes_for_supported(all_claims(), {})));
+  FusionOptions on;
+  on.enabled.insert("fuse-transformer-layer");
+  EXPECT_TRUE(has(fusion_passes_for_supported(all_claims(), on)));
   EXPECT_FALSE(has(
-      fusion_passes_for_supported(testing::claim_all_but({OpKind::FusedTransformerLayer}), {})));
+      fusion_passes_for_supported(testing::claim_all_but({OpKind::FusedTransformerLayer}), on)));
+  // Opt-in: off unless enabled, and --no-fuse-pass still wins.
+  EXPECT_FALSE(has(fusion_passes_for_supported(all_claims(), {})));
+  on.disabled.insert("fuse-transformer-layer");
+  EXPECT_FALSE(has(fusion_passes_for_supported(all_claims(), on)));
+  FusionOptions bad;
+  bad.enabled.insert("fuse-everything");
+  EXPECT_THROW(check_fusion_options(bad), Error);
   // It runs after the passes whose ops it matches.
   std::vector<std::string> names;
   for (const FusionPassInfo& p : fusion_pass_table())
