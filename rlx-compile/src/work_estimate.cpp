@@ -1,6 +1,8 @@
 // work_estimate.cpp: node_work / graph_work, the arithmetic cost model of const-fold's work bound.
 #include "work_estimate.hpp"
 
+#include "rlx/ir/fused_layer.hpp"
+
 #include <algorithm>
 
 namespace rlx::compile::detail {
@@ -80,6 +82,18 @@ double node_work(const ir::Graph& g, ir::NodeId id) {
     const double rows = dim(x, 0) * dim(x, 1);
     return rows * (dim(x, 2) * nt + 2 * hd * dim(x, 1)) + out * hd;
   }
+  case ir::OpKind::FusedTransformerLayer: { // the attention block's products and the FFN's
+    const auto& a = n.attr<ir::FusedTransformerLayerAttrs>();
+    const ir::LayerSlots s = ir::layer_slots(a);
+    const ir::Shape& x = in(0);
+    const double nt = dim(in(s.w_qkv), a.qkv_transpose_b ? 0 : 1);
+    const double hd = nt / static_cast<double>(a.num_heads + 2 * a.num_kv_heads) *
+                      static_cast<double>(a.num_heads);
+    const double rows = dim(x, 0) * dim(x, 1), e = dim(x, 2);
+    const double f = dim(in(s.w_down), a.down_transpose_b ? 1 : 0);
+    const double up = a.kind == ir::LayerKind::llama_pre_norm ? 2 : 1;
+    return rows * (e * nt + 2 * hd * dim(x, 1) + hd * e + (up + 1) * e * f);
+  }
   case ir::OpKind::DenseSolve: {
     const ir::Shape& a = in(0);
     const double nn = a.rank() >= 1 ? dim(a, a.rank() - 1) : 1;
@@ -119,6 +133,7 @@ bool counts_multiply_adds(ir::OpKind k) {
   case K::Conv2d:
   case K::Attention:
   case K::FusedAttentionBlock:
+  case K::FusedTransformerLayer:
   case K::DenseSolve:
     return true;
   default:

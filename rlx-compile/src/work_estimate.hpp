@@ -21,7 +21,8 @@ inline constexpr double kUnboundedWork = std::numeric_limits<double>::infinity()
 double node_work(const ir::Graph& g, ir::NodeId id);
 
 /// Whether node_work counts multiply-adds for \p k (the contractions: MatMul, MatMulBiasAct,
-/// SwiGluMatMul, DotGeneral, Conv2d, Attention, FusedAttentionBlock, DenseSolve) rather than
+/// SwiGluMatMul, DotGeneral, Conv2d, Attention, FusedAttentionBlock, FusedTransformerLayer,
+/// DenseSolve) rather than
 /// touched elements.
 bool counts_multiply_adds(ir::OpKind k);
 

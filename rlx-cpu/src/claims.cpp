@@ -72,6 +72,10 @@ ir::ClaimSet build_claims(bool elementwise_regions) {
   // claimed dtype (other dtypes get its decomposition).
   c.claim(K::FusedAttentionBlock,
           {DType::f32, DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
+  // The fused transformer layer (kernels/transformer_layer.cpp): its stages' kernels in one
+  // record, f32 with a padding mask of any claimed dtype, like the attention block.
+  c.claim(K::FusedTransformerLayer,
+          {DType::f32, DType::boolean, DType::i8, DType::i32, DType::i64, DType::u8});
   // Backward ops (kernels/norm_grad.cpp).
   for (K k : {K::LayerNormGrad, K::RmsNormGrad, K::SoftmaxGrad, K::LogSoftmaxGrad})
     c.claim(k, kFloats);

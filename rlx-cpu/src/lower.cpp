@@ -185,6 +185,8 @@ std::span<const KernelImpl> implementations(ir::OpKind op) {
     return conv2d_grad_weight_impls();
   case K::Pool2dGrad:
     return pool2d_grad_impls();
+  case K::FusedTransformerLayer:
+    return transformer_layer_impls();
   }
   return {};
 }

@@ -139,5 +139,6 @@ std::span<const KernelImpl> attention_block_impls();            // attention_blo
 std::span<const KernelImpl> conv2d_grad_input_impls();  // conv_grad.cpp: conv / pool backward
 std::span<const KernelImpl> conv2d_grad_weight_impls(); // conv_grad.cpp
 std::span<const KernelImpl> pool2d_grad_impls();        // conv_grad.cpp
+std::span<const KernelImpl> transformer_layer_impls();          // transformer_layer.cpp
 
 } // namespace rlx::cpu

@@ -39,6 +39,11 @@ const FusionPassInfo kFusionPasses[] = {
     {"fuse-residual-rms-norm",
      {ir::OpKind::ResidualRmsNorm, ir::OpKind::Get},
      make_fuse_residual_rms_norm},
+    // ---- transformer layer (after the block, the residual norms and the FFN products) ----
+    {"fuse-transformer-layer",
+     {ir::OpKind::FusedTransformerLayer, ir::OpKind::RmsNorm, ir::OpKind::Add},
+     make_fuse_transformer_layer,
+     false}, // opt-in: no measured gain yet on the CPU (rlx-fusion DESIGN)
     {MarkElementwiseRegionsPass::kName,
      {ir::OpKind::ElementwiseRegion},
      []() -> std::unique_ptr<Pass> { return std::make_unique<MarkElementwiseRegionsPass>(); }},
@@ -57,14 +62,17 @@ std::vector<std::string> fusion_passes_for_supported(const ir::ClaimSet& claims,
     bool claimed = true;
     for (ir::OpKind k : p.emits)
       claimed = claimed && claims.claims(k);
-    if (claimed && opts.enables(p.name))
+    const bool on = p.on_by_default || opts.enabled.contains(p.name);
+    if (claimed && on && opts.enables(p.name))
       out.emplace_back(p.name);
   }
   return out;
 }
 
 void check_fusion_options(const FusionOptions& opts) {
-  for (const std::string& name : opts.disabled) {
+  std::vector<std::string> named(opts.disabled.begin(), opts.disabled.end());
+  named.insert(named.end(), opts.enabled.begin(), opts.enabled.end());
+  for (const std::string& name : named) {
     bool known = false;
     std::string names;
     for (const FusionPassInfo& p : kFusionPasses) {

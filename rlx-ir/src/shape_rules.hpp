@@ -68,6 +68,8 @@ Shape residual_rms_norm(In, const NormAttrs&);
 Shape fused_attention_block(In, const FusedAttentionBlockAttrs&);
 /// The operand count a fused attention block with \p a takes.
 std::size_t fused_attention_block_arity(const FusedAttentionBlockAttrs& a);
+// fused ops: transformer layer (shape_rules_fused_layer.cpp)
+Shape fused_transformer_layer(In, const FusedTransformerLayerAttrs&);
 // backward ops (shape_rules_backward.cpp)
 Shape layer_norm_grad(In, const NormAttrs&);
 Shape rms_norm_grad(In, const NormAttrs&);

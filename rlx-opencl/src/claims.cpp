@@ -43,6 +43,10 @@ std::vector<UnclaimedOp> build_unclaimed() {
       {"fused op without an OpenCL kernel yet: the fusion pass does not run for OpenCL "
        "(legalisation decomposes it)",
        {K::FusedAttentionBlock}},
+      {"fused op without an OpenCL kernel: it is a sequence of the CPU's sub-kernels sharing "
+       "scratch; OpenCL does not claim the attention block it contains either, so "
+       "fuse-transformer-layer does not run for OpenCL (legalisation decomposes it)",
+       {K::FusedTransformerLayer}},
       {"no OpenCL kernel yet (a per-lane partial sort; CPU only for now)", {K::TopK}},
       {"no OpenCL kernel yet (ONNX import op; CPU only for now)",
        {K::Sinh, K::Cosh, K::Asin, K::Acos, K::Atan, K::Asinh, K::Acosh, K::Atanh}},

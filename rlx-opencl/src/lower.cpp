@@ -1019,6 +1019,7 @@ void Lowerer::lower(ir::NodeId id) {
   case K::Conv2dGradWeight:
   case K::Pool2dGrad:
   case K::FusedAttentionBlock: // not claimed: legalisation runs its decomposition
+  case K::FusedTransformerLayer:
     break;
   }
   throw Error("rlx-opencl: no kernel for " + ir::describe(g_, id));

@@ -80,6 +80,8 @@ Executable Session::compile(const ir::Graph& g, const CompileOptions& opts) cons
       std::string("fold=") + (opts.fold_constants ? "1" : "0") + " fuse=" + (opts.fuse ? "1" : "0");
   for (const std::string& pass : opts.fusion.disabled)
     st->options_key += " no-fuse-pass=" + pass;
+  for (const std::string& pass : opts.fusion.enabled)
+    st->options_key += " fuse-pass=" + pass;
   fusion::check_fusion_options(opts.fusion);
   st->graph_hash = g.hash();
   st->symbols = g.symbols();

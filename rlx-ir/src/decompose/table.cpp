@@ -48,6 +48,7 @@ DecompositionTable make_table() {
   add_fused_norm_decompositions(t);
   add_fused_attention_decompositions(t);
   add_conv_backward_decompositions(t);
+  add_fused_layer_decompositions(t);
   return t;
 }
 

@@ -46,6 +46,10 @@ RLX_REFERENCE_KERNEL(FusedAttentionBlock) {
   return evaluate_by_decomposition(node, out, in).at(0);
 }
 
+RLX_REFERENCE_KERNEL(FusedTransformerLayer) {
+  return evaluate_by_decomposition(node, out, in).at(0);
+}
+
 } // namespace kernels
 
 } // namespace rlx::ir::reference

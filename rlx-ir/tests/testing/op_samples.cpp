@@ -531,6 +531,31 @@ Graph fused_attention_sample(OpKind op) {
   return g;
 }
 
+// fused ops: transformer layer. A BERT post-norm layer with every optional operand (biases, betas,
+// a padding mask) and a symbolic sequence length; GQA, RoPE and LLaMA layers are conformance cases.
+Graph fused_layer_sample(OpKind op) {
+  Graph g(std::string(op_name(op)));
+  Builder b(g);
+  NodeId x = b.input("x", Shape({2, sym("seq"), 8}, f32));
+  NodeId mask = b.input("mask", Shape({2, sym("seq")}, f32));
+  FusedTransformerLayerAttrs a;
+  a.num_heads = 2;
+  a.num_kv_heads = 2;
+  a.mask = MaskKind::padding;
+  a.qkv_bias = a.out_bias = a.up_bias = a.down_bias = a.norm_beta = true;
+  a.act = Activation::gelu;
+  a.eps = 1e-5;
+  auto w = [&](const char* name, std::vector<Dim> dims) {
+    return b.param(name, Shape(std::move(dims), f32));
+  };
+  b.output(b.op(op,
+                {x, w("w_qkv", {24, 8}), w("w_o", {8, 8}), w("b_qkv", {24}), w("b_o", {8}),
+                 w("g1", {8}), w("beta1", {8}), w("w_up", {12, 8}), w("b_up", {12}),
+                 w("w_down", {8, 12}), w("b_down", {8}), w("g2", {8}), w("beta2", {8}), mask},
+                a, "layer"));
+  return g;
+}
+
 // fused ops: residual + norm. The sum is read (a residual) and the normalised value too; the layer
 // norm has a beta, a symbolic batch and an odd width.
 Graph fused_norm_sample(OpKind op) {
@@ -705,6 +730,10 @@ LeafNeeds needs_of(const Graph& g, NodeId leaf, const Bindings& bindings) {
         n.mask = n.mask || (slot + 1 == user.inputs.size() &&
                             user.attr<FusedAttentionBlockAttrs>().mask == MaskKind::padding);
         break;
+      case OpKind::FusedTransformerLayer:
+        n.mask = n.mask || (slot + 1 == user.inputs.size() &&
+                            user.attr<FusedTransformerLayerAttrs>().mask == MaskKind::padding);
+        break;
       case OpKind::BertLayer:
         n.mask = n.mask || slot == 17;
         break;
@@ -860,6 +889,8 @@ Graph sample_graph(OpKind op) {
     return fused_norm_sample(op);
   case OpKind::FusedAttentionBlock:
     return fused_attention_sample(op);
+  case OpKind::FusedTransformerLayer:
+    return fused_layer_sample(op);
   case OpKind::LayerNormGrad:
   case OpKind::RmsNormGrad:
   case OpKind::SoftmaxGrad:

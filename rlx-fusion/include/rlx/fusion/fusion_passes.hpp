@@ -23,17 +23,22 @@ struct FusionPassInfo {
   std::string_view name;           ///< "fuse-matmul-bias-act"
   std::vector<ir::OpKind> emits;   ///< listed only when the backend claims each of these
   std::unique_ptr<Pass> (*make)(); ///< a new instance
+  /// Whether the pass runs unless turned off; an opt-in pass (false) runs only when
+  /// FusionOptions::enabled names it (fuse-transformer-layer: rlx-fusion DESIGN says why).
+  bool on_by_default = true;
 };
 
 /// Per-pass toggles: which fusion passes a compile may run (the claim set decides among those
 /// enabled). Turning fusion off altogether is CompileOptions::fuse (`--no-fuse`).
 struct FusionOptions {
   std::set<std::string, std::less<>> disabled; ///< pass names turned off (`--no-fuse-pass <name>`)
-  /// \returns whether pass \p name may run.
+  std::set<std::string, std::less<>> enabled;  ///< opt-in passes turned on (off by default)
+  /// \returns whether pass \p name may run (an opt-in pass also needs to be in enabled).
   bool enables(std::string_view name) const { return !disabled.contains(name); }
 };
 
-/// Throws rlx::Error when \p opts names a pass that is not a fusion pass (listing them).
+/// Throws rlx::Error when \p opts names a pass that is not a fusion pass (listing them), in
+/// disabled or in enabled.
 void check_fusion_options(const FusionOptions& opts);
 
 /// Every fusion pass, in run order (recognisers before the fusions that consume their ops).

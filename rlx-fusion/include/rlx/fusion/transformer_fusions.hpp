@@ -57,4 +57,13 @@ std::unique_ptr<Pass> make_fuse_attention();
 /// A new fuse-attention-block pass.
 std::unique_ptr<Pass> make_fuse_attention_block();
 
+/// A new fuse-transformer-layer pass: a BERT post-norm layer (attention block, residual
+/// LayerNorm, FFN up with its activation, FFN down, residual LayerNorm) or a LLaMA pre-norm layer
+/// (RMSNorm, attention block, residual RMSNorm, SwiGLU product, down product, residual Add, the
+/// last two usually joined with the next layer's norm) as the earlier passes leave it →
+/// FusedTransformerLayer (src/fuse_transformer_layer.cpp says what is matched). Misses: inner
+/// values with other users or graph outputs, norms with different eps / betas, an activation on
+/// the down product, the backend not claiming the layer for the dtype.
+std::unique_ptr<Pass> make_fuse_transformer_layer();
+
 } // namespace rlx::fusion

@@ -52,6 +52,10 @@ RLX_ENUM_NAMES(PoolKind, "max", "avg")
 /// Activation applied by the HIR Linear block and BERT FFN.
 enum class Activation : std::uint8_t { none, relu, gelu, gelu_tanh, silu, sigmoid, tanh };
 RLX_ENUM_NAMES(Activation, "none", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
+/// The layer FusedTransformerLayer runs: BERT's post-norm encoder layer or LLaMA's pre-norm
+/// decoder block (ops.def's row says what each computes).
+enum class LayerKind : std::uint8_t { bert_post_norm, llama_pre_norm };
+RLX_ENUM_NAMES(LayerKind, "bert_post_norm", "llama_pre_norm")
 
 #undef RLX_ENUM_NAMES
 
@@ -114,13 +118,39 @@ struct SubGraph {
 #define RLX_FIELD_16(f, ...)                                                                       \
   fn(#f, s.f);                                                                                     \
   RLX_FIELD_15(__VA_ARGS__)
-#define RLX_FIELD_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, N,   \
-                       ...)                                                                        \
+#define RLX_FIELD_17(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_16(__VA_ARGS__)
+#define RLX_FIELD_18(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_17(__VA_ARGS__)
+#define RLX_FIELD_19(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_18(__VA_ARGS__)
+#define RLX_FIELD_20(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_19(__VA_ARGS__)
+#define RLX_FIELD_21(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_20(__VA_ARGS__)
+#define RLX_FIELD_22(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_21(__VA_ARGS__)
+#define RLX_FIELD_23(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_22(__VA_ARGS__)
+#define RLX_FIELD_24(f, ...)                                                                       \
+  fn(#f, s.f);                                                                                     \
+  RLX_FIELD_23(__VA_ARGS__)
+#define RLX_FIELD_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, \
+                       _18, _19, _20, _21, _22, _23, _24, N, ...)                                  \
   N
 #define RLX_FIELDS_OF(...)                                                                         \
-  RLX_FIELD_PICK(__VA_ARGS__, RLX_FIELD_16, RLX_FIELD_15, RLX_FIELD_14, RLX_FIELD_13,              \
-                 RLX_FIELD_12, RLX_FIELD_11, RLX_FIELD_10, RLX_FIELD_9, RLX_FIELD_8, RLX_FIELD_7,  \
-                 RLX_FIELD_6, RLX_FIELD_5, RLX_FIELD_4, RLX_FIELD_3, RLX_FIELD_2, RLX_FIELD_1, )   \
+  RLX_FIELD_PICK(__VA_ARGS__, RLX_FIELD_24, RLX_FIELD_23, RLX_FIELD_22, RLX_FIELD_21,              \
+                 RLX_FIELD_20, RLX_FIELD_19, RLX_FIELD_18, RLX_FIELD_17, RLX_FIELD_16,             \
+                 RLX_FIELD_15, RLX_FIELD_14, RLX_FIELD_13, RLX_FIELD_12, RLX_FIELD_11,             \
+                 RLX_FIELD_10, RLX_FIELD_9, RLX_FIELD_8, RLX_FIELD_7, RLX_FIELD_6, RLX_FIELD_5,    \
+                 RLX_FIELD_4, RLX_FIELD_3, RLX_FIELD_2, RLX_FIELD_1, )                             \
   (__VA_ARGS__)
 
 /// Declares the field list of an attribute struct: `visit_fields(self, fn)` calls
@@ -440,6 +470,78 @@ struct FusedAttentionBlockAttrs {
             rope_position_offset, rope_theta)
 };
 
+/// The fused transformer layer (rlx-fusion's fuse-transformer-layer): the attention block's
+/// fields (as FusedAttentionBlockAttrs'), the two norms' eps (and whether both LayerNorms have a
+/// beta), and the FFN: up (BERT, with act and an optional bias) or gate / up (LLaMA's SwiGLU,
+/// no bias), down with an optional bias; each weight [N, K] with its transpose flag, else [K, N].
+struct FusedTransformerLayerAttrs {
+  LayerKind kind = LayerKind::bert_post_norm;
+  std::int64_t num_heads = 1;
+  std::int64_t num_kv_heads = 1;
+  MaskKind mask = MaskKind::none;
+  std::int64_t window = 0;
+  std::optional<double> scale;
+  std::optional<double> softcap;
+  bool qkv_transpose_b = true;
+  bool qkv_bias = false;
+  bool out_transpose_b = true;
+  bool out_bias = false;
+  bool rope = false;
+  RopeStyle rope_style = RopeStyle::half;
+  std::int64_t rope_n_rot = 0;
+  std::int64_t rope_position_offset = 0;
+  double rope_theta = 10000.0;
+  double eps = 1e-12;
+  bool norm_beta = false;
+  Activation act = Activation::none;
+  bool up_transpose_b = true;
+  bool up_bias = false;
+  bool down_transpose_b = true;
+  bool down_bias = false;
+  RLX_ATTRS(FusedTransformerLayerAttrs, kind, num_heads, num_kv_heads, mask, window, scale, softcap,
+            qkv_transpose_b, qkv_bias, out_transpose_b, out_bias, rope, rope_style, rope_n_rot,
+            rope_position_offset, rope_theta, eps, norm_beta, act, up_transpose_b, up_bias,
+            down_transpose_b, down_bias)
+};
+
+/// The attention block's attributes inside a transformer layer \p a.
+inline FusedAttentionBlockAttrs block_attrs(const FusedTransformerLayerAttrs& a) {
+  return {a.num_heads,
+          a.num_kv_heads,
+          a.mask,
+          a.window,
+          a.scale,
+          a.softcap,
+          a.qkv_transpose_b,
+          a.qkv_bias,
+          a.out_transpose_b,
+          a.out_bias,
+          a.rope,
+          a.rope_style,
+          a.rope_n_rot,
+          a.rope_position_offset,
+          a.rope_theta};
+}
+
+/// Copies the attention block's attributes \p b into the layer's \p a.
+inline void set_block_attrs(FusedTransformerLayerAttrs& a, const FusedAttentionBlockAttrs& b) {
+  a.num_heads = b.num_heads;
+  a.num_kv_heads = b.num_kv_heads;
+  a.mask = b.mask;
+  a.window = b.window;
+  a.scale = b.scale;
+  a.softcap = b.softcap;
+  a.qkv_transpose_b = b.qkv_transpose_b;
+  a.qkv_bias = b.qkv_bias;
+  a.out_transpose_b = b.out_transpose_b;
+  a.out_bias = b.out_bias;
+  a.rope = b.rope;
+  a.rope_style = b.rope_style;
+  a.rope_n_rot = b.rope_n_rot;
+  a.rope_position_offset = b.rope_position_offset;
+  a.rope_theta = b.rope_theta;
+}
+
 #undef RLX_FIELD_1
 #undef RLX_FIELD_9
 #undef RLX_FIELD_10
@@ -449,6 +551,14 @@ struct FusedAttentionBlockAttrs {
 #undef RLX_FIELD_14
 #undef RLX_FIELD_15
 #undef RLX_FIELD_16
+#undef RLX_FIELD_17
+#undef RLX_FIELD_18
+#undef RLX_FIELD_19
+#undef RLX_FIELD_20
+#undef RLX_FIELD_21
+#undef RLX_FIELD_22
+#undef RLX_FIELD_23
+#undef RLX_FIELD_24
 #undef RLX_FIELD_2
 #undef RLX_FIELD_3
 #undef RLX_FIELD_4
@@ -468,6 +578,7 @@ using Attrs =
                  Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs, CustomFnAttrs, QuantAttrs,
                  LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs, SplitAttrs,
                  GetAttrs, MatMulBiasActAttrs, RegionAttrs, SwiGluMatMulAttrs, TopKAttrs,
-                 FusedAttentionBlockAttrs, Conv2dGradAttrs, Pool2dGradAttrs>;
+                 FusedAttentionBlockAttrs, Conv2dGradAttrs, Pool2dGradAttrs,
+                 FusedTransformerLayerAttrs>;
 
 } // namespace rlx::ir
