@@ -116,7 +116,9 @@ void WeightRegion::make_writable(Entry& e) {
 
 void WeightRegion::make_current(Entry& e, const std::string& name) {
   ensure_storage(e);
-  if (e.valid) {
+  if (e.valid || !e.set) {
+    // A weight never set is zero: its own pages read as zero again once given back.
+    e.valid = true;
     e.held = true;
     return;
   }
@@ -286,7 +288,10 @@ void WeightRegion::add_derived(const std::string& name, std::shared_ptr<Derived>
   std::lock_guard lock(mutex_);
   Entry& e = entry(name, "add_derived");
   make_current(e, name);
-  d->refresh(e.data);
+  // A weight never set has no value to prepare yet: its copy is filled when it is written (a
+  // model compiled before its weights are loaded prepares each copy once, not twice).
+  if (e.set)
+    d->refresh(e.data);
   const bool restorable = static_cast<bool>(d->restore);
   e.derived.push_back({std::move(d), {reader}});
   // Give the plain bytes back at once while nothing reads them plainly, so that packing a model

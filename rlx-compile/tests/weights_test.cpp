@@ -122,6 +122,35 @@ TEST(WeightRegion, DerivedCopiesReplaceUnreadPlainBytes) {
   EXPECT_EQ(state_of(copy).values[2], -12.0f);
 }
 
+TEST(WeightRegion, CopiesOfAWeightNotYetSetAreFilledOnceWhenItIsWritten) {
+  // A model compiled before its weights are loaded: the copy is not filled from the zero plain
+  // bytes at add_derived, only by the write (one fill per copy, not two).
+  WeightRegion r;
+  const int reader = 0;
+  r.storage("w", Shape::of({5000}));
+  auto copy = negated_copy(5000);
+  r.add_derived("w", copy, &reader);
+  EXPECT_EQ(state_of(copy).refreshes, 0);
+  EXPECT_FALSE(r.plain_held("w")); // given back all the same
+  // A plain reader of the unset weight gets zeros (not bytes restored from the unfilled copy).
+  const int plain_reader = 0;
+  state_of(copy).values.assign(5000, 7.0f); // what an unfilled copy may hold
+  r.add_plain_reader("w", &plain_reader);
+  EXPECT_EQ(reinterpret_cast<const float*>(r.storage("w", Shape::of({5000})))[2], 0.0f);
+  r.release(&plain_reader);
+  r.drop_unread();
+  r.write("w", ramp(5000, 2));
+  EXPECT_EQ(state_of(copy).refreshes, 1);
+  EXPECT_EQ(state_of(copy).values[2], -6.0f);
+  EXPECT_TRUE(r.read("w").identical(ramp(5000, 2)));
+  // Once set, a new copy is filled at once.
+  auto second = negated_copy(5000);
+  second->kind = "negated-2";
+  r.add_derived("w", second, &reader);
+  EXPECT_EQ(state_of(second).refreshes, 1);
+  EXPECT_EQ(state_of(second).values[4], -10.0f);
+}
+
 TEST(WeightRegion, CopiesThatCannotRestoreKeepThePlainBytes) {
   WeightRegion r;
   const int reader = 0;

@@ -115,4 +115,8 @@ KernelTimings kernel_timings(const compile::Executable& exe) {
   return as_cpu(exe, "kernel_timings")->timings();
 }
 
+CompileBreakdown compile_breakdown(const compile::Executable& exe) {
+  return as_cpu(exe, "compile_breakdown")->breakdown();
+}
+
 } // namespace rlx::cpu

@@ -2,6 +2,7 @@
 // I/O, the run loop.
 #include "executable.hpp"
 
+#include "compile_clock.hpp"
 #include "kernel_work.hpp"
 
 #include "lower.hpp"
@@ -72,7 +73,8 @@ std::shared_ptr<compile::WeightRegion::Derived> make_packed(const dnnl::memory::
   PackedWeight* p = w.get();
   d->kind = kPackedKind;
   d->bytes = bytes;
-  d->refresh = [p](const std::byte* plain) {
+  d->refresh = [p, bytes](const std::byte* plain) {
+    PreparationTimer timer(bytes);
     PackedWeight::reorder(p->pack, p->plain_md, plain, p->packed_md, p->buffer.get());
   };
   d->restore = [p](std::byte* plain) {
@@ -104,7 +106,10 @@ std::shared_ptr<compile::WeightRegion::Derived> make_own(const std::string& layo
   std::byte* buf = w->buffer.get();
   d->kind = std::string(kOwnKind) + layout;
   d->bytes = bytes;
-  d->refresh = [buf, pack](const std::byte* plain) { pack(plain, buf); };
+  d->refresh = [buf, pack, bytes](const std::byte* plain) {
+    PreparationTimer timer(bytes);
+    pack(plain, buf);
+  };
   d->restore = [buf, unpack](std::byte* plain) { unpack(buf, plain); };
   d->state = std::move(w);
   return d;
@@ -147,6 +152,7 @@ CpuExecutable::CpuExecutable(const ir::Module& lir, const CpuBackend& backend,
     : weights_(weights ? std::move(weights) : std::make_shared<compile::WeightRegion>()),
       threads_(backend.threads()) {
   try {
+    CompileClock clock(breakdown_);
     build(lir, backend);
   } catch (...) {
     weights_->release(this); // no destructor runs: forget what was registered so far
@@ -226,6 +232,7 @@ void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
     if (is_weight_concat(g, id)) {
       // A Concat of weights (a packed projection weight) lives in the weight region, refreshed
       // when a weight is written: no kernel, and its arena slot is never touched.
+      PhaseTimer timer(CompilePhase::weights);
       param_addr_[id.v] = weight_concat(*weights_, g, id, this, packed_bytes_);
       arena_bytes_ -= slot.bytes;
       continue;
@@ -297,6 +304,7 @@ void CpuExecutable::build(const ir::Module& lir, const CpuBackend& backend) {
 
 void* CpuExecutable::packed(ir::NodeId source, const std::byte* src,
                             const dnnl::memory::desc& src_md, const dnnl::memory::desc& packed_md) {
+  PhaseTimer timer(CompilePhase::weights);
   const ir::Node& n = building_->node(source);
   auto count = [&](const std::shared_ptr<compile::WeightRegion::Derived>& d) {
     return count_copy(d);
@@ -339,6 +347,7 @@ std::byte* CpuExecutable::count_copy(const std::shared_ptr<compile::WeightRegion
 void* CpuExecutable::packed_own(ir::NodeId source, const std::byte* src, const std::string& layout,
                                 std::int64_t bytes, const onednn::OwnPackFn& pack,
                                 const onednn::OwnPackFn& unpack) {
+  PhaseTimer timer(CompilePhase::weights);
   const ir::Node& n = building_->node(source);
   const std::string kind = std::string(kOwnKind) + layout;
   if (n.op == ir::OpKind::Param) {

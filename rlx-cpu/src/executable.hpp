@@ -57,6 +57,8 @@ public:
   std::string profile() const;
   /// Per kernel, in execution order: median and total time, provider and work.
   KernelTimings timings() const;
+  /// Where the constructor (the compile) spent its time.
+  const CompileBreakdown& breakdown() const { return breakdown_; }
 
 private:
   /// An Input or Param slot.
@@ -123,6 +125,7 @@ private:
   bool uses_openblas_ = false; ///< some kernel runs on OpenBLAS (its pthread pool)
   bool profiling_ = false;
   int profiled_runs_ = 0;
+  CompileBreakdown breakdown_;
 };
 
 } // namespace rlx::cpu

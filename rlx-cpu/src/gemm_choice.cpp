@@ -5,6 +5,7 @@
 // record file that later processes read (so every process on a machine makes the same choice: a
 // resumed training run computes bit-identically to an uninterrupted one).
 #include "gemm_choice.hpp"
+#include "compile_clock.hpp"
 
 #include "onednn.hpp"
 #include "pools.hpp"
@@ -383,7 +384,11 @@ GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_w
     return fixed;
   }
   auto t0 = std::chrono::steady_clock::now();
-  GemmChoice choice = measure(spec, threads);
+  GemmChoice choice;
+  {
+    PhaseTimer timer(CompilePhase::measure);
+    choice = measure(spec, threads);
+  }
   c.stats.spent_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++c.stats.measured;

@@ -1,6 +1,8 @@
 // weight_concat.cpp: Concats of weights as derived copies in the weight region.
 #include "weight_concat.hpp"
 
+#include "compile_clock.hpp"
+
 #include "rlx/ir/error.hpp"
 
 #include <algorithm>
@@ -85,6 +87,7 @@ std::byte* weight_concat(compile::WeightRegion& region, const ir::Graph& g, ir::
     const auto row = static_cast<std::size_t>(total);
     const auto rows = static_cast<std::size_t>(outer);
     d->refresh = [at, chunk, row, rows](const std::byte* plain) {
+      PreparationTimer timer(static_cast<std::int64_t>(chunk * rows));
       for (std::size_t r = 0; r < rows; ++r)
         std::memcpy(at + r * row, plain + r * chunk, chunk);
     };

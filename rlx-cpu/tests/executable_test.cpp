@@ -284,6 +284,47 @@ TEST(CpuExecutable, WeightsAreSharedAndPackedCopiesReplaceThePlainOnes) {
   EXPECT_LE(relative_error(*again, g8, iota({8, 64}), params), 1e-5);
 }
 
+TEST(CpuExecutable, CompileBreakdownNamesEveryPhaseAndAddsUp) {
+  // The phases are disjoint parts of the backend compile. Weight preparation fills the copies of
+  // weights that hold a value: w's only once it is written (or at compile when written before).
+  ir::Graph g;
+  ir::Builder b(g);
+  auto x = b.input("x", Shape::of({16, 64}));
+  auto w = b.param("w", Shape::of({96, 64}));
+  b.output(b.matmul(b.matmul(x, w, false, true), b.constant(iota({96, 32}, 0.01)), false, false));
+  cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::onednn});
+  auto exe = compile_graph(g, backend);
+  const cpu::CompileBreakdown cb = cpu::compile_breakdown(*exe);
+  EXPECT_GT(cb.total_ms, 0);
+  EXPECT_GT(cb.primitives_ms, 0); // two oneDNN matmuls
+  EXPECT_GE(cb.weights_ms, 0);    // w's packed copy is made, not filled
+  EXPECT_EQ(cb.measure_ms, 0);    // --gemm onednn times no candidates
+  EXPECT_GE(cb.lower_ms, 0);
+  EXPECT_LE(cb.lower_ms + cb.primitives_ms + cb.weights_ms + cb.measure_ms, cb.total_ms + 1e-6);
+  EXPECT_LT(cb.weight_bytes, 96 * 64 * 4); // not w's copy: w has no value yet
+  // Writing w fills its packed copy, once, and the process-wide totals count it.
+  const cpu::WeightPreparation before = cpu::weight_preparation();
+  exe->set_param("w", iota({96, 64}, 0.02));
+  const cpu::WeightPreparation after = cpu::weight_preparation();
+  EXPECT_GE(after.bytes - before.bytes, 96 * 64 * 4);
+  EXPECT_LT(after.bytes - before.bytes, 2 * 96 * 64 * 4);
+  EXPECT_GT(after.ms, before.ms);
+  // Compiled against weights already written, the copy is filled at compile time instead.
+  auto weights = std::make_shared<compile::WeightRegion>();
+  weights->write("w", iota({96, 64}, 0.02));
+  weights->write("b", iota({96}, 0.1));
+  weights->write("g", iota({96}, 0.05));
+  auto loaded = compile_bound(weights_graph(8), backend, weights);
+  const cpu::CompileBreakdown lb = cpu::compile_breakdown(*loaded);
+  EXPECT_GE(lb.weight_bytes, 96 * 64 * 4);
+  EXPECT_GT(lb.weights_ms, 0);
+  EXPECT_LE(lb.lower_ms + lb.primitives_ms + lb.weights_ms + lb.measure_ms, lb.total_ms + 1e-6);
+  EXPECT_LE(relative_error(
+                *loaded, weights_graph(8), iota({8, 64}),
+                {{"w", iota({96, 64}, 0.02)}, {"b", iota({96}, 0.1)}, {"g", iota({96}, 0.05)}}),
+            1e-5);
+}
+
 TEST(CpuExecutable, ExecutablesOfOneRegionRunConcurrently) {
   // Each executable has its own arena; the weights are shared. Four threads, two shapes, the
   // serial results bit for bit.

@@ -323,6 +323,19 @@ TEST_F(Cli, BenchJsonHasTheFigures) {
   EXPECT_LE(j["median_ms"].get<double>(), j["max_ms"].get<double>());
   EXPECT_EQ(j["runs"].get<int>(), 3);
   EXPECT_DOUBLE_EQ(j["gflop"].get<double>(), 2.0 * 2 * (4 * 3 + 3 * 2) / 1e9);
+  // The backend compile's breakdown: its phases add up to at most the backend's total; the
+  // weights are prepared once, when they are set (the model is compiled before they are loaded).
+  double phases = 0;
+  for (const char* k :
+       {"backend_lower_ms", "backend_primitives_ms", "backend_weights_ms", "backend_measure_ms"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_GE(j[k].get<double>(), 0) << k;
+    phases += j[k].get<double>();
+  }
+  EXPECT_LE(phases, j["backend_compile_ms"].get<double>() + 1e-6);
+  EXPECT_EQ(j["backend_weight_bytes"].get<std::int64_t>(), 0);
+  EXPECT_GE(j["load_weights_ms"].get<double>(), j["load_weight_preparation_ms"].get<double>());
+  EXPECT_GE(j["load_weight_preparation_bytes"].get<std::int64_t>(), 0);
 }
 
 TEST_F(Cli, BenchProfileTimesEveryKernelOfTheTimedRuns) {

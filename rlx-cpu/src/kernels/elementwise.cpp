@@ -4,6 +4,7 @@
 // TBB-parallel loops; every other dtype runs simple loops in its compute type (dtypes.hpp).
 #include "../binary_math.hpp"
 #include "../broadcast.hpp"
+#include "../compile_clock.hpp"
 #include "../dtypes.hpp"
 #include "../lower.hpp"
 #include "../onednn.hpp"
@@ -33,10 +34,15 @@ bool accepts_unary_onednn(const NodeView& n) {
 std::unique_ptr<Kernel> make_unary_onednn(const LowerContext& c) {
   onednn::EltwiseAlg e = *onednn::eltwise_alg(c.node().op);
   auto md = onednn::plain_md({c.out().numel()});
-  dnnl::eltwise_forward::primitive_desc pd(
-      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, e.alg, md, e.alpha, e.beta),
-      onednn::engine());
-  onednn::BoundPrimitive p{dnnl::eltwise_forward(pd)};
+  dnnl::eltwise_forward prim;
+  {
+    PhaseTimer timer(CompilePhase::primitives);
+    dnnl::eltwise_forward::primitive_desc pd(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, e.alg, md, e.alpha, e.beta),
+        onednn::engine());
+    prim = dnnl::eltwise_forward(pd);
+  }
+  onednn::BoundPrimitive p{std::move(prim)};
   p.bind(DNNL_ARG_SRC, md, c.src(0));
   p.bind(DNNL_ARG_DST, md, c.dst());
   return std::make_unique<onednn::PrimitiveKernel>(std::move(p), c.out().numel());

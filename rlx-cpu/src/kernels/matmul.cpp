@@ -2,6 +2,7 @@
 // batch broadcasting, bias + activation post-ops), OpenBLAS (f32 behind the option, and f64), rlx's
 // packed GEMM (f32, kernels/gemm_packed.cpp), or plain loops (integers).
 #include "../matmul.hpp"
+#include "../compile_clock.hpp"
 
 #include "../dtypes.hpp"
 #include "../epilogue.hpp"
@@ -163,8 +164,14 @@ OnednnMatmul onednn_matmul(const MatMulSpec& s) {
 }
 
 std::unique_ptr<Kernel> make_onednn(const MatMulSpec& s, std::byte* scratch) {
-  OnednnMatmul m = onednn_matmul(s);
-  onednn::BoundPrimitive p{dnnl::matmul(m.pd)};
+  OnednnMatmul m;
+  dnnl::matmul prim;
+  {
+    PhaseTimer timer(CompilePhase::primitives);
+    m = onednn_matmul(s);
+    prim = dnnl::matmul(m.pd);
+  }
+  onednn::BoundPrimitive p{std::move(prim)};
   p.bind(DNNL_ARG_SRC, m.a, const_cast<std::byte*>(s.a));
   if (m.b_packed == m.b) {
     p.bind(DNNL_ARG_WEIGHTS, m.b, const_cast<std::byte*>(s.b));

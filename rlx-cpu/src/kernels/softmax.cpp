@@ -1,6 +1,7 @@
 // softmax.cpp: Softmax and LogSoftmax (oneDNN primitives for f32, our vectorised rows as the
 // second f32 choice, double-precision loops otherwise) and SoftmaxCrossEntropy.
 #include "../axis_lanes.hpp"
+#include "../compile_clock.hpp"
 #include "../dtypes.hpp"
 #include "../lower.hpp"
 #include "../onednn.hpp"
@@ -31,6 +32,7 @@ struct OnednnSoftmax {
 };
 
 OnednnSoftmax onednn_softmax(const NodeView& n) {
+  PhaseTimer timer(CompilePhase::primitives);
   Lanes l = lanes_of(n);
   OnednnSoftmax s;
   s.md = onednn::plain_md({l.outer, l.axis, l.inner});

@@ -97,7 +97,16 @@ struct Bench {
     runtime::Executable exe = session.compile(m.graph, compile_options(model, m));
     const runtime::VariantInfo& v = exe.prepare(m.bindings);
     const double compile_ms = ms_since(t0); // verify + pipeline + backend (weights not included)
+    const bool on_cpu = session.device().kind == runtime::DeviceKind::cpu;
+    const cpu::CompileBreakdown cb =
+        on_cpu ? cpu::compile_breakdown(*v.executable) : cpu::CompileBreakdown{};
+    const cpu::WeightPreparation prep0 = cpu::weight_preparation();
+    const auto t_load = std::chrono::steady_clock::now();
     load_weights(exe, model, m);
+    const double load_ms = ms_since(t_load);
+    const cpu::WeightPreparation prep1 = cpu::weight_preparation();
+    const double load_prep_ms = prep1.ms - prep0.ms;
+    const std::int64_t load_prep_bytes = prep1.bytes - prep0.bytes;
     const runtime::TensorMap inputs = runtime::random_inputs(m.graph, m.bindings, model.seed + 1);
 
     // --profile: the CPU backend times each kernel record of the timed runs themselves (the one
@@ -156,6 +165,16 @@ struct Bench {
       j["compile_ms"] = compile_ms;
       j["pipeline_ms"] = v.compiled->pipeline_ms;
       j["backend_compile_ms"] = v.backend_ms;
+      if (on_cpu) {
+        j["backend_lower_ms"] = cb.lower_ms;
+        j["backend_primitives_ms"] = cb.primitives_ms;
+        j["backend_weights_ms"] = cb.weights_ms;
+        j["backend_weight_bytes"] = cb.weight_bytes;
+        j["backend_measure_ms"] = cb.measure_ms;
+      }
+      j["load_weights_ms"] = load_ms;
+      j["load_weight_preparation_ms"] = load_prep_ms;
+      j["load_weight_preparation_bytes"] = load_prep_bytes;
       j["samples_ms"] = times;
       if (profile)
         j["kernels"] = profile_json(kt);
@@ -178,6 +197,14 @@ struct Bench {
               << "compile:  " << format_ms(compile_ms) << " (pipeline "
               << format_ms(v.compiled->pipeline_ms) << ", backend " << format_ms(v.backend_ms)
               << ")\n";
+    if (on_cpu)
+      std::cout << "backend:  lower " << format_ms(cb.lower_ms) << ", primitives "
+                << format_ms(cb.primitives_ms) << ", weight preparation "
+                << format_ms(cb.weights_ms) << " (" << format_bytes(cb.weight_bytes)
+                << "), gemm measuring " << format_ms(cb.measure_ms) << "\n";
+    std::cout << "weights:  set in " << format_ms(load_ms) << ", of which preparation "
+              << format_ms(load_prep_ms) << " (" << format_bytes(load_prep_bytes)
+              << " of copies)\n";
     if (profile)
       print_profile(std::cout, kt);
     return 0;

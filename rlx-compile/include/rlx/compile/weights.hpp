@@ -124,8 +124,10 @@ public:
   /// The derived copies of weight \p name.
   std::vector<std::shared_ptr<Derived>> derived(const std::string& name) const;
   /// Adds derived copy \p d of weight \p name and fills it from the current plain bytes (restored
-  /// first when dropped). \p reader reads it (see use_derived()). While no executable reads the
-  /// plain bytes and \p d can restore them, they are dropped at once.
+  /// first when dropped); a weight never set is not filled now but when it is written, so a model
+  /// compiled before its weights are loaded prepares each copy once. \p reader reads it (see
+  /// use_derived()). While no executable reads the plain bytes and \p d can restore them, they
+  /// are dropped at once.
   void add_derived(const std::string& name, std::shared_ptr<Derived> d, const void* reader);
   /// Registers \p reader as reading derived copy \p d of weight \p name.
   void use_derived(const std::string& name, const std::shared_ptr<Derived>& d, const void* reader);

@@ -144,4 +144,29 @@ struct KernelTimings {
 /// by a CpuBackend.
 KernelTimings kernel_timings(const compile::Executable& exe);
 
+/// Where a CPU executable's compile (CpuBackend::compile, the "backend" part of a compile) spent
+/// its time. The phases do not overlap: total_ms = lower_ms + primitives_ms + weights_ms +
+/// measure_ms (up to clock rounding).
+struct CompileBreakdown {
+  double total_ms = 0;      ///< the whole backend compile of the executable
+  double lower_ms = 0;      ///< the rest: arena, kernel selection and construction, bookkeeping
+  double primitives_ms = 0; ///< creating oneDNN primitive descriptors and primitives
+  double weights_ms = 0;    ///< preparing weight copies: packed layouts, reorders, concatenations
+  std::int64_t weight_bytes = 0; ///< bytes of the weight copies prepared (not those reused)
+  double measure_ms = 0;         ///< timing candidate GEMMs (`--gemm auto`, unrecorded shapes)
+};
+
+/// The compile-time breakdown of \p exe. Throws Error when \p exe was not made by a CpuBackend.
+CompileBreakdown compile_breakdown(const compile::Executable& exe);
+
+/// Weight preparation done by the CPU backend in this process so far: every fill of a derived
+/// weight copy (packed layout, reorder, concatenation), at compile time or when a weight is set.
+struct WeightPreparation {
+  double ms = 0;          ///< time spent filling copies
+  std::int64_t bytes = 0; ///< bytes of copies filled
+};
+
+/// The process-wide weight preparation totals (take two and subtract to time a step).
+WeightPreparation weight_preparation();
+
 } // namespace rlx::cpu
