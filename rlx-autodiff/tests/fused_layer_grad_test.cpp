@@ -10,10 +10,9 @@
 #include "rlx/ir/decompose.hpp"
 #include "rlx/ir/fused_layer.hpp"
 #include "rlx/ir/reference.hpp"
+#include "testing/random_tensor.hpp"
 
 #include <gtest/gtest.h>
-
-#include <random>
 
 namespace {
 
@@ -29,14 +28,7 @@ using ir::reference::TensorMap;
 
 constexpr std::int64_t kB = 2, kS = 4, kE = 8, kF = 6;
 
-Tensor random(const Shape& s, std::uint64_t seed, double lo = -1, double hi = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
+using ir::testing::uniform_tensor;
 
 ir::FusedTransformerLayerAttrs layer_attrs(bool llama) {
   ir::FusedTransformerLayerAttrs a;
@@ -112,14 +104,14 @@ TEST(FusedTransformerLayerGrad, EqualsTheChainGradientAndFiniteDifferences) {
     const Graph gf = autodiff::grad_with_loss(lf.loss, wrt);
     const Graph gc =
         autodiff::grad_with_loss(lc.loss, autodiff::testing::differentiable_leaves(chain));
-    TensorMap in{{"x", random(Shape::of({kB, kS, kE}, DType::f64), 1)}};
+    TensorMap in{{"x", uniform_tensor(Shape::of({kB, kS, kE}, DType::f64), 1)}};
     TensorMap params;
     std::uint64_t seed = 2;
     for (NodeId id : fused.params()) {
       const auto& l = fused.node(id).attr<ir::LeafAttrs>();
       const bool gain = l.name == "g1" || l.name == "g2";
-      params[l.name] =
-          gain ? random(l.shape, seed++, 0.5, 1.5) : random(l.shape, seed++, -0.5, 0.5);
+      params[l.name] = gain ? uniform_tensor(l.shape, seed++, 0.5, 1.5)
+                            : uniform_tensor(l.shape, seed++, -0.5, 0.5);
     }
     const auto rf = ir::reference::evaluate(gf, in, params);
     const auto rc = ir::reference::evaluate(gc, in, params);

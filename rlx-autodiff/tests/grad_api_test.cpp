@@ -154,10 +154,10 @@ TEST(GradWithLoss, ConvAndPoolEmitTheirBackwardOps) {
   EXPECT_EQ(count(gg, OpKind::Pool2dGrad), 2u);
   EXPECT_EQ(count(gg, OpKind::Gather), 0u);
   EXPECT_EQ(count(gg, OpKind::ScatterAdd), 0u);
-  TensorMap in{{"x", random(Shape::of({2, 4, 9, 9}, t), 4)}},
-      pa{{"w1", random(Shape::of({6, 2, 3, 3}, t), 5)},
-         {"b1", random(Shape::of({6}, t), 6)},
-         {"w2", random(Shape::of({3, 6, 2, 2}, t), 7)}};
+  TensorMap in{{"x", uniform_tensor(Shape::of({2, 4, 9, 9}, t), 4)}},
+      pa{{"w1", uniform_tensor(Shape::of({6, 2, 3, 3}, t), 5)},
+         {"b1", uniform_tensor(Shape::of({6}, t), 6)},
+         {"w2", uniform_tensor(Shape::of({3, 6, 2, 2}, t), 7)}};
   const autodiff::testing::WeightedLoss l = autodiff::testing::weighted_sum_loss(g, 12);
   const auto res = autodiff::testing::check_gradients(l, in, pa, autodiff::float_params(g));
   EXPECT_LE(res.max_err, 1e-6) << res.worst;

@@ -148,7 +148,12 @@ TEST(FusionPasses, EveryFusedOpCanBeUnfused) {
     const Graph u =
         testing::run_pass(g.bind(ir::testing::sample_bindings(g)), "unfuse", nullptr, rep);
     EXPECT_EQ(count_ops(u, op), 0) << ir::print(u);
-    expect_same_values(g, u, 0);
+    // Every fused op's reference is its decomposition (bit-identical), except the conv / pool
+    // backward ops, whose reference kernels are direct loops in double (rlx-ir DESIGN): their
+    // unfused im2col chain rounds each f32 sum of a few dozen products of values in [-1, 1].
+    const bool loop_reference =
+        op == OpKind::Conv2dGradInput || op == OpKind::Conv2dGradWeight || op == OpKind::Pool2dGrad;
+    expect_same_values(g, u, loop_reference ? 1e-5 : 0);
   }
 }
 

@@ -9,22 +9,14 @@
 #include "rlx/ir/reference.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "testing/random_tensor.hpp"
 
 #include <gtest/gtest.h>
-
-#include <random>
 
 namespace rlx::ir {
 namespace {
 
-Tensor random(const Shape& s, std::uint64_t seed, double lo = -1, double hi = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Tensor t(s);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.set_f64(i, u(rng));
-  return t;
-}
+using testing::uniform_tensor;
 
 constexpr DType f64 = DType::f64;
 
@@ -35,7 +27,8 @@ reference::TensorMap params_of(const Graph& g) {
   for (NodeId id : g.params()) {
     const std::string& name = g.node(id).attr<LeafAttrs>().name;
     const bool gain = name.rfind("g", 0) == 0 && g.shape(id).rank() == 1;
-    p[name] = gain ? random(g.shape(id), seed++, 0.5, 1.5) : random(g.shape(id), seed++, -0.4, 0.4);
+    p[name] = gain ? uniform_tensor(g.shape(id), seed++, 0.5, 1.5)
+                   : uniform_tensor(g.shape(id), seed++, -0.4, 0.4);
   }
   return p;
 }
@@ -77,7 +70,7 @@ TEST(FusedLayer, LlamaLayerEqualsTheHirBlock) {
     verify(*g);
   }
   const reference::TensorMap p = params_of(hir);
-  const Tensor x = random(Shape({2, s, e}, f64), 1);
+  const Tensor x = uniform_tensor(Shape({2, s, e}, f64), 1);
   const auto want = reference::evaluate(hir, {{"x", x}}, p);
   const auto got = reference::evaluate(fused, {{"x", x}}, p);
   EXPECT_LT(max_diff(want.at(0), got.at(0)), 1e-12);
@@ -118,7 +111,7 @@ TEST(FusedLayer, BertLayerEqualsTheHirLayer) {
     verify(*g);
   }
   const reference::TensorMap p = params_of(hir);
-  const Tensor x = random(Shape({2, s, e}, f64), 2);
+  const Tensor x = uniform_tensor(Shape({2, s, e}, f64), 2);
   Tensor mask(Shape({2, s}, f64));
   for (std::int64_t i = 0; i < mask.numel(); ++i)
     mask.set_f64(i, i == 2 || i == 7 ? 0.0 : 1.0);
