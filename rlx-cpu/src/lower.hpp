@@ -4,6 +4,7 @@
 // scratch_bytes() for the memory planner.
 #pragma once
 
+#include "dtypes.hpp"
 #include "kernel.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/graph.hpp"
@@ -86,6 +87,18 @@ inline bool accept_f32(const NodeView& n) {
   return n.out().dtype == ir::DType::f32;
 }
 
+/// Builds kernel template \p K for the storage type of the node's output dtype, which must be a
+/// float type (the generic loops of conv, pool and their backward ops); an integer or bool dtype
+/// is an Error naming the node.
+template <template <class> class K> std::unique_ptr<Kernel> make_float_loop(const LowerContext& c) {
+  return visit_dtype(c.out().dtype, [&]<class T>() -> std::unique_ptr<Kernel> {
+    if constexpr (is_float_storage_v<T>)
+      return std::make_unique<K<T>>(c);
+    else
+      throw Error("rlx-cpu: " + c.what() + ": runs float types only");
+  });
+}
+
 // ---- the implementation lists of every kernel file (kernels/*.cpp)
 // -------------------------------
 
@@ -139,6 +152,6 @@ std::span<const KernelImpl> attention_block_impls();            // attention_blo
 std::span<const KernelImpl> conv2d_grad_input_impls();  // conv_grad.cpp: conv / pool backward
 std::span<const KernelImpl> conv2d_grad_weight_impls(); // conv_grad.cpp
 std::span<const KernelImpl> pool2d_grad_impls();        // conv_grad.cpp
-std::span<const KernelImpl> transformer_layer_impls();          // transformer_layer.cpp
+std::span<const KernelImpl> transformer_layer_impls();  // transformer_layer.cpp
 
 } // namespace rlx::cpu

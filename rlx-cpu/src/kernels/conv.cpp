@@ -211,22 +211,13 @@ private:
   T* y_;
 };
 
-template <template <class> class K> std::unique_ptr<Kernel> make_loop(const LowerContext& c) {
-  return visit_dtype(c.out().dtype, [&]<class T>() -> std::unique_ptr<Kernel> {
-    if constexpr (is_float_storage_v<T>)
-      return std::make_unique<K<T>>(c);
-    else
-      throw Error("rlx-cpu: " + c.what() + ": runs float types only");
-  });
-}
-
 constexpr KernelImpl kConv[] = {
     {"onednn", accepts_f32_nonempty, conv_scratch, make_onednn_conv},
-    {"loop", accept_all, nullptr, make_loop<ConvLoop>},
+    {"loop", accept_all, nullptr, make_float_loop<ConvLoop>},
 };
 constexpr KernelImpl kPool[] = {
     {"onednn", accepts_f32_nonempty, pool_scratch, make_onednn_pool},
-    {"loop", accept_all, nullptr, make_loop<PoolLoop>},
+    {"loop", accept_all, nullptr, make_float_loop<PoolLoop>},
 };
 
 } // namespace

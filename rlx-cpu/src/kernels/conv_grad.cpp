@@ -356,26 +356,17 @@ private:
   T* dx_;
 };
 
-template <template <class> class K> std::unique_ptr<Kernel> make_loop(const LowerContext& c) {
-  return visit_dtype(c.out().dtype, [&]<class T>() -> std::unique_ptr<Kernel> {
-    if constexpr (is_float_storage_v<T>)
-      return std::make_unique<K<T>>(c);
-    else
-      throw Error("rlx-cpu: " + c.what() + ": runs float types only");
-  });
-}
-
 constexpr KernelImpl kGradInput[] = {
     {"onednn", accepts_f32_nonempty, grad_input_scratch, make_onednn_grad_input},
-    {"loop", accept_all, nullptr, make_loop<ConvGradInputLoop>},
+    {"loop", accept_all, nullptr, make_float_loop<ConvGradInputLoop>},
 };
 constexpr KernelImpl kGradWeight[] = {
     {"onednn", accepts_onednn_grad_weight, grad_weight_scratch, make_onednn_grad_weight},
-    {"loop", accept_all, nullptr, make_loop<ConvGradWeightLoop>},
+    {"loop", accept_all, nullptr, make_float_loop<ConvGradWeightLoop>},
 };
 constexpr KernelImpl kPoolGrad[] = {
     {"onednn", accepts_f32_avg, avg_pool_scratch, make_onednn_avg_pool},
-    {"loop", accept_all, nullptr, make_loop<PoolGradLoop>},
+    {"loop", accept_all, nullptr, make_float_loop<PoolGradLoop>},
 };
 
 } // namespace

@@ -65,6 +65,6 @@ void add_fused_norm_decompositions(DecompositionTable& t);        ///< fused ops
 void add_backward_decompositions(DecompositionTable& t);          ///< backward ops
 void add_fused_attention_decompositions(DecompositionTable& t);   ///< fused ops: attention block
 void add_conv_backward_decompositions(DecompositionTable& t);     ///< conv / pool backward
-void add_fused_layer_decompositions(DecompositionTable& t); ///< fused ops: transformer layer
+void add_fused_layer_decompositions(DecompositionTable& t);       ///< fused ops: transformer layer
 
 } // namespace rlx::ir::decompose_detail

@@ -571,14 +571,12 @@ inline void set_block_attrs(FusedTransformerLayerAttrs& a, const FusedAttentionB
 #undef RLX_ATTRS
 
 /// Every attribute struct; a node holds exactly the alternative its op's row in ops.def names.
-using Attrs =
-    std::variant<NoAttrs, LeafAttrs, ConstantAttrs, CastAttrs, CompareAttrs, MatMulAttrs,
-                 DotGeneralAttrs, TargetShapeAttrs, TransposeAttrs, NarrowAttrs, AxisAttrs,
-                 ReduceAttrs, ArgMaxAttrs, NormAttrs, AttentionAttrs, RopeAttrs, Conv2dAttrs,
-                 Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs, CustomFnAttrs, QuantAttrs,
-                 LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs, SplitAttrs,
-                 GetAttrs, MatMulBiasActAttrs, RegionAttrs, SwiGluMatMulAttrs, TopKAttrs,
-                 FusedAttentionBlockAttrs, Conv2dGradAttrs, Pool2dGradAttrs,
-                 FusedTransformerLayerAttrs>;
+using Attrs = std::variant<
+    NoAttrs, LeafAttrs, ConstantAttrs, CastAttrs, CompareAttrs, MatMulAttrs, DotGeneralAttrs,
+    TargetShapeAttrs, TransposeAttrs, NarrowAttrs, AxisAttrs, ReduceAttrs, ArgMaxAttrs, NormAttrs,
+    AttentionAttrs, RopeAttrs, Conv2dAttrs, Pool2dAttrs, IfAttrs, WhileAttrs, CustomAttrs,
+    CustomFnAttrs, QuantAttrs, LinearAttrs, AttentionBlockAttrs, BertLayerAttrs, LlamaBlockAttrs,
+    SplitAttrs, GetAttrs, MatMulBiasActAttrs, RegionAttrs, SwiGluMatMulAttrs, TopKAttrs,
+    FusedAttentionBlockAttrs, Conv2dGradAttrs, Pool2dGradAttrs, FusedTransformerLayerAttrs>;
 
 } // namespace rlx::ir
