@@ -15,8 +15,10 @@
 #         env.txt            nvidia-smi, the OpenCL devices rlx sees, the bundle's programs
 #         conformance.txt    the conformance table on the GPU (every case; GEMM cases again on the
 #                            tiled kernel and CLBlast, attention cases on the local-memory tiles)
-#         bench.jsonl        `rlx bench --device opencl --json`: bert_base b1 / b8 s128, llama b1
-#                            s128, mlp b64 (and the CPU backend on the same machine for reference)
+#         bench.jsonl        `rlx bench --device opencl --json`: bert_base b1 / b8, bert_mini b1 / b8,
+#                            llama b1 (s128), mlp b64 (then the CPU backend there, for reference)
+#         torch.jsonl        the peer on the same card: PyTorch CUDA, strict fp32 (TF32 off), the
+#                            same models and GEMM shapes (scripts/anchors/gpu_torch_peer.py)
 #         gemm.json          GEMM GFLOP/s: our tiled and rows kernels against CLBlast (and oneDNN on
 #                            the host), anchor shapes plus 1024-row and square products to 4096
 #         attention.json     the rows and tiled attention kernels on the anchor shapes
@@ -37,7 +39,9 @@ if [[ "${1:-}" == "--stage" ]]; then
   targets=(rlx rlx_opencl_conformance_test rlx_opencl_gemm_bench rlx_opencl_attention_bench)
   cmake --build "$build" --parallel "${RLX_STAGE_JOBS:-2}" --target "${targets[@]}"
   tmp=$(mktemp -d)
-  mkdir -p "$tmp/bin" "$tmp/lib" "$tmp/fallback"
+  mkdir -p "$tmp/bin" "$tmp/lib" "$tmp/fallback" "$tmp/anchors"
+  # The peer's model definitions (same weights as the CPU anchors), for gpu_torch_peer.py.
+  cp "${RLX_ANCHORS:-$root/../shared/anchors}/make_models.py" "$tmp/anchors/"
   cp "$build/rlx-runtime/rlx" "$build/rlx-opencl/tests/rlx_opencl_conformance_test" \
     "$build/rlx-opencl/bench/rlx_opencl_gemm_bench" \
     "$build/rlx-opencl/bench/rlx_opencl_attention_bench" "$tmp/bin/"
@@ -53,7 +57,7 @@ if [[ "${1:-}" == "--stage" ]]; then
       esac
     done
   mkdir -p "$stage_dir"
-  tar -C "$tmp" -czf "$stage_dir/bundle.tar.gz" bin lib fallback
+  tar -C "$tmp" -czf "$stage_dir/bundle.tar.gz" bin lib fallback anchors
   rm -rf "$tmp"
   ls -la "$stage_dir/bundle.tar.gz"
   echo "staged; carry .gpu-stage and run scripts/gpu-check.sh on the GPU machine"
@@ -99,60 +103,87 @@ libs="$dir/lib"
 ldconfig -p 2>/dev/null | grep -q 'libstdc++\.so\.6 ' || libs="$libs:$dir/fallback"
 export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export RLX_OPENCL_CACHE_DIR=/tmp/rlx-opencl-cache RLX_GEMM_CHOICES=/tmp/rlx-gemm-choices.tsv
-# The NVIDIA OpenCL driver: found wherever the image mounts the driver's libraries.
-if [[ -z "${OCL_ICD_FILENAMES:-}" ]]; then
-  nv=""
-  for f in /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1; do
-    [[ -z "$nv" && -e "$f" ]] && nv=$f
-  done
-  [[ -z "$nv" ]] && nv=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1)
-  [[ -n "$nv" ]] && export OCL_ICD_FILENAMES="$nv"
+# The NVIDIA OpenCL driver, by its absolute path, found wherever the image mounts the driver's
+# libraries. It replaces what the image sets: the CUDA image sets OCL_ICD_FILENAMES to
+# "libpocl.so.2:libnvidia-opencl.so.1" (bare names), with which the loader found no platform.
+nv=""
+for f in /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 \
+  /lib/libnvidia-opencl.so.1; do
+  [[ -z "$nv" && -e "$f" ]] && nv=$f
+done
+[[ -z "$nv" ]] && nv=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1)
+echo "image's OCL_ICD_FILENAMES=${OCL_ICD_FILENAMES:-<unset>}" >"$out/env.txt"
+# The loader (ocl-icd) reads one private vendors folder naming only the NVIDIA driver, so that the
+# image's pocl.icd (a CPU device) cannot stand in for the GPU.
+unset OCL_ICD_FILENAMES
+if [[ -n "$nv" ]]; then
+  mkdir -p /tmp/rlx-icd && echo "$nv" >/tmp/rlx-icd/nvidia.icd
+  export OCL_ICD_VENDORS=/tmp/rlx-icd
+  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$nv")"
+  echo "== probe of $nv" >>"$out/env.txt"
+  python3 "$root/scripts/opencl_probe.py" "$nv" >>"$out/env.txt" 2>&1
+  ls -la "$(dirname "$nv")" | grep -iE 'opencl|nvvm|ptxjit|compiler' >>"$out/env.txt" 2>&1
 fi
 bin="$dir/bin"
 
 {
   echo "== date"; date -u
   echo "== nvidia-smi"; nvidia-smi 2>&1 | head -20
-  echo "== OCL_ICD_FILENAMES=${OCL_ICD_FILENAMES:-<unset>}"
+  echo "== OCL_ICD_VENDORS=${OCL_ICD_VENDORS:-<unset>}"
   echo "== rlx devices"; "$bin/rlx" devices 2>&1
+  echo "== driver libraries"; ldconfig -p 2>/dev/null | grep -iE 'nvidia-opencl|libcuda\.' | head -5
+  ls /usr/local/nvidia/lib64 2>/dev/null | head -40
+  ls /etc/OpenCL/vendors 2>/dev/null
   echo "== cpu"; nproc; grep -m1 'model name' /proc/cpuinfo
-} >"$out/env.txt" 2>&1
+  echo "== the loader's trace (OCL_ICD_DEBUG)"; OCL_ICD_DEBUG=15 "$bin/rlx" devices 2>&1 | head -40
+  echo "== LD_DEBUG=libs (opencl lines)"; LD_DEBUG=libs "$bin/rlx" devices 2>&1 | grep -iE 'opencl|nvidia|cuda|error' | head -30
+} >>"$out/env.txt" 2>&1
 
-# The first OpenCL device is the GPU (the loader sees only the NVIDIA driver).
-step conformance 200 "$bin/rlx_opencl_conformance_test" --gtest_brief=1 \
+declare -A flags=(
+  [bert_base]="--model bert --layers 12 --hidden 768 --heads 12 --kv-heads 12 --ffn 3072 --seq 128"
+  [bert_mini]="--model bert --layers 4 --hidden 256 --heads 4 --kv-heads 4 --ffn 1024 --seq 128"
+  [llama]="--model llama --layers 4 --hidden 512 --heads 8 --kv-heads 8 --ffn 1376 --seq 128"
+  [mlp]="--model mlp --dims 784,512,512,10"
+)
+cases=(mlp:64 bert_mini:1 bert_mini:8 llama:1 bert_base:1 bert_base:8)
+# Runs `rlx bench` on device $1 for every case, appending to bench.jsonl.
+bench_all() {
+  local d=$1 c m b
+  for c in "${cases[@]}"; do
+    m=${c%%:*} b=${c##*:}
+    # shellcheck disable=SC2086
+    step "bench $m b$b $d" 45 "$bin/rlx" bench ${flags[$m]} --batch "$b" --device "$d" \
+      --runs 30 --warmup 5 --json >>"$out/bench.jsonl" 2>>"$out/env.txt"
+  done
+}
+: >"$out/bench.jsonl"
+# The first OpenCL device is the GPU (the loader sees only the NVIDIA driver). Most valuable first:
+# the model latencies on the GPU, then the peer (PyTorch CUDA, strict fp32) on the same card.
+bench_all opencl
+step "torch peer" 90 python3 "$root/scripts/anchors/gpu_torch_peer.py" --anchors "$dir/anchors" \
+  --json "$out/torch.jsonl" --reps 50 >/dev/null 2>>"$out/env.txt"
+
+step conformance 90 "$bin/rlx_opencl_conformance_test" --gtest_brief=1 \
   >"$out/conformance.txt" 2>&1
 tail -3 "$out/conformance.txt" >>"$summary"
 
 export RLX_GEMM_BENCH_LARGE=1
-step gemm 120 "$bin/rlx_opencl_gemm_bench" --benchmark_min_time=0.05 \
+step gemm 90 "$bin/rlx_opencl_gemm_bench" --benchmark_min_time=0.05 \
   --benchmark_out="$out/gemm.json" --benchmark_out_format=json >/dev/null 2>>"$out/env.txt"
-step attention 45 "$bin/rlx_opencl_attention_bench" --benchmark_min_time=0.05 \
+step attention 40 "$bin/rlx_opencl_attention_bench" --benchmark_min_time=0.05 \
   --benchmark_out="$out/attention.json" --benchmark_out_format=json >/dev/null 2>>"$out/env.txt"
-
-declare -A flags=(
-  [bert_base]="--model bert --layers 12 --hidden 768 --heads 12 --kv-heads 12 --ffn 3072 --seq 128"
-  [llama]="--model llama --layers 4 --hidden 512 --heads 8 --kv-heads 8 --ffn 1376 --seq 128"
-  [mlp]="--model mlp --dims 784,512,512,10"
-)
-: >"$out/bench.jsonl"
-# The GPU first (cheapest model first), then the CPU backend on the same machine for reference.
-for d in opencl cpu; do
-  for c in mlp:64 llama:1 bert_base:1 bert_base:8; do
-    m=${c%%:*} b=${c##*:}
-    # shellcheck disable=SC2086
-    step "bench $m b$b $d" 60 "$bin/rlx" bench ${flags[$m]} --batch "$b" --device "$d" \
-      --runs 20 --warmup 3 --json >>"$out/bench.jsonl" 2>>"$out/env.txt"
-  done
-done
 
 # Training on the GPU: the digits MLP (data/digits travels with the tree), 100 AdamW steps on
 # each device, the same losses expected (Cli.OpenClTrainsTheDigitsMlpAsTheCpuDoes on pocl).
 : >"$out/train.jsonl"
 for d in opencl cpu; do
-  step "train mlp $d" 60 "$bin/rlx" train --model mlp --data "$root/data/digits" --batch 64 \
+  step "train mlp $d" 45 "$bin/rlx" train --model mlp --data "$root/data/digits" --batch 64 \
     --steps 100 --eval-every 50 --optimizer adamw --lr 0.003 --seed 1 --json --device "$d" \
     >>"$out/train.jsonl" 2>>"$out/env.txt"
 done
+
+# The CPU backend on the same machine, for reference, last (least needed).
+bench_all cpu
 
 echo "total $(($(date +%s) - start)) s of a $budget s budget" >>"$summary"
 cat "$summary"
