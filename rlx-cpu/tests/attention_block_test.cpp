@@ -28,26 +28,8 @@ using cpu::testing::CpuRun;
 using cpu::testing::random_tensor;
 using cpu::testing::run;
 
-/// Random values for \p g: inputs in [-1, 1] (a padding mask "mask" of 0 / 1 with the last key of
-/// batch row 0 dropped), weights in [-1/4, 1/4].
 cpu::testing::LeafValues values_of(const Graph& g) {
-  cpu::testing::LeafValues v;
-  std::uint64_t seed = 11;
-  for (NodeId id : g.inputs()) {
-    const auto& l = g.node(id).attr<ir::LeafAttrs>();
-    Tensor t = random_tensor(l.shape, seed++);
-    if (l.name == "mask") {
-      for (std::int64_t i = 0; i < t.numel(); ++i)
-        t.set_f64(i, 1.0);
-      t.set_f64(l.shape.dims[1].size() - 1, 0.0);
-    }
-    v.all[l.name] = v.inputs[l.name] = t;
-  }
-  for (NodeId id : g.params()) {
-    const auto& l = g.node(id).attr<ir::LeafAttrs>();
-    v.all[l.name] = v.params[l.name] = random_tensor(l.shape, seed++, -0.25, 0.25);
-  }
-  return v;
+  return cpu::testing::block_leaf_values(g, 11);
 }
 
 /// Runs \p g fused and unfused under each GEMM provider and against the reference; \returns the

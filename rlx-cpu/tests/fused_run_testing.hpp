@@ -81,6 +81,30 @@ inline LeafValues random_leaf_values(const ir::Graph& g, std::uint64_t seed = 5)
   return v;
 }
 
+/// Values for a transformer block's leaves, seeds \p seed, seed + 1...: inputs in [-1, 1), except
+/// that a padding mask named "mask" keeps every key but the last of batch row 0; norm gains (rank-1
+/// params whose name holds "_g") in [0.5, 1.5); every other param in [-1/4, 1/4).
+inline LeafValues block_leaf_values(const ir::Graph& g, std::uint64_t seed) {
+  LeafValues v;
+  for (ir::NodeId id : g.inputs()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    ir::Tensor t = random_tensor(l.shape, seed++);
+    if (l.name == "mask") {
+      for (std::int64_t i = 0; i < t.numel(); ++i)
+        t.set_f64(i, 1.0);
+      t.set_f64(l.shape.dims[1].size() - 1, 0.0);
+    }
+    v.all[l.name] = v.inputs[l.name] = t;
+  }
+  for (ir::NodeId id : g.params()) {
+    const auto& l = g.node(id).attr<ir::LeafAttrs>();
+    const bool gain = l.shape.rank() == 1 && l.name.find("_g") != std::string::npos;
+    v.all[l.name] = v.params[l.name] = gain ? random_tensor(l.shape, seed++, 0.5, 1.5)
+                                            : random_tensor(l.shape, seed++, -0.25, 0.25);
+  }
+  return v;
+}
+
 /// Runs \p g on \p values fused and unfused under each of \p options: every output of both within
 /// \p tol of the reference interpreter, and fewer kernels fused. \returns the last fused run.
 inline CpuRun check_fused(const ir::Graph& g, double tol, const LeafValues& values,

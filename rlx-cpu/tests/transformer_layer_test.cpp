@@ -29,31 +29,6 @@ using ir::Tensor;
 
 using cpu::testing::random_tensor;
 
-/// Random values for \p g: inputs in [-1, 1] (a padding mask "mask" keeps every key but the last
-/// of batch row 0), weights in [-1/4, 1/4] (norm gains around 1).
-ir::reference::TensorMap values_of(const Graph& g, ir::reference::TensorMap* in,
-                                   ir::reference::TensorMap* params) {
-  ir::reference::TensorMap all;
-  std::uint64_t seed = 21;
-  for (NodeId id : g.inputs()) {
-    const auto& l = g.node(id).attr<ir::LeafAttrs>();
-    Tensor t = random_tensor(l.shape, seed++);
-    if (l.name == "mask") {
-      for (std::int64_t i = 0; i < t.numel(); ++i)
-        t.set_f64(i, 1.0);
-      t.set_f64(l.shape.dims[1].size() - 1, 0.0);
-    }
-    all[l.name] = (*in)[l.name] = t;
-  }
-  for (NodeId id : g.params()) {
-    const auto& l = g.node(id).attr<ir::LeafAttrs>();
-    const bool gain = l.shape.rank() == 1 && l.name.find("_g") != std::string::npos;
-    all[l.name] = (*params)[l.name] = gain ? random_tensor(l.shape, seed++, 0.5, 1.5)
-                                           : random_tensor(l.shape, seed++, -0.25, 0.25);
-  }
-  return all;
-}
-
 /// Outputs and kernel listing of one compile + two runs of \p g.
 struct LayerRun {
   std::vector<Tensor> out;
@@ -102,8 +77,8 @@ int count(const std::string& s, const std::string& what) {
 /// count; both match the reference within \p tol, and the fused one runs \p layers layer records
 /// and fewer records in all.
 void check(const Graph& g, int layers, double tol) {
-  ir::reference::TensorMap in, params;
-  const auto all = values_of(g, &in, &params);
+  const auto values = cpu::testing::block_leaf_values(g, 21);
+  const auto& [in, params, all] = values;
   const auto want = ir::reference::evaluate(g, in, params);
   for (auto provider : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas,
                         cpu::GemmProvider::packed, cpu::GemmProvider::automatic})
@@ -184,9 +159,9 @@ TEST(CpuTransformerLayer, LlamaLayersWithGqaRopeAndFinalNorm) {
 }
 
 TEST(CpuTransformerLayer, ListingNamesEveryStage) {
-  ir::reference::TensorMap in, params;
   const Graph g = llama(1, 1, 8);
-  const auto all = values_of(g, &in, &params);
+  const auto values = cpu::testing::block_leaf_values(g, 21);
+  const auto& [in, params, all] = values;
   const LayerRun r = run(g, cpu::CpuBackend(), true, all);
   for (const char* stage :
        {"rms_norm", "fused_attention_block", "residual_rms_norm", "swiglu_matmul", "matmul", "add"})
@@ -206,8 +181,8 @@ TEST(CpuTransformerLayer, F64IsNotClaimedAndRunsUnfused) {
                           w("wv", {16, 16}), w("wo", {16, 16}), w("ffn_norm_g", {16}),
                           w("w_gate", {24, 16}), w("w_up", {24, 16}), w("w_down", {16, 24})},
                          a));
-  ir::reference::TensorMap in, params;
-  const auto all = values_of(g, &in, &params);
+  const auto values = cpu::testing::block_leaf_values(g, 21);
+  const auto& [in, params, all] = values;
   const auto want = ir::reference::evaluate(g, in, params);
   const LayerRun r = run(g, cpu::CpuBackend(), true, all);
   EXPECT_EQ(count(r.listing, "fused_transformer_layer"), 0) << r.listing;
@@ -229,8 +204,8 @@ TEST(CpuTransformerLayer, DISABLED_Timing) {
   for (const Model& m :
        {Model{"warm-up", bert(1, 1, 16)}, Model{"bert_mini b1", bert(4, 1, 128, mini)},
         Model{"bert_mini b8", bert(4, 8, 128, mini)}, Model{"llama b1", llama(4, 1, 128, ll)}}) {
-    ir::reference::TensorMap in, params;
-    const auto all = values_of(m.g, &in, &params);
+    const auto values = cpu::testing::block_leaf_values(m.g, 21);
+    const auto& [in, params, all] = values;
     const cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::onednn, threads, true, 0});
     std::unique_ptr<compile::Executable> exe[2];
     for (int with = 0; with < 2; ++with) {
