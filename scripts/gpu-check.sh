@@ -14,7 +14,8 @@
 #       and runs, each step under its own timeout, writing everything under $OUT (8 files at most):
 #         env.txt            nvidia-smi, the OpenCL devices rlx sees, the bundle's programs
 #         conformance.txt    the conformance table on the GPU (every case; GEMM cases again on the
-#                            tiled kernel and CLBlast, attention cases on the local-memory tiles)
+#                            tiled kernel and CLBlast, attention cases on the local-memory tiles),
+#                            then scripts/anchors/parity.sh --device opencl against PyTorch
 #         bench.jsonl        `rlx bench --device opencl --json`: bert_base b1 / b8, bert_mini b1 / b8,
 #                            llama b1 (s128), mlp b64 (then the CPU backend there, for reference)
 #         torch.jsonl        the peer on the same card: PyTorch CUDA, strict fp32 (TF32 off), the
@@ -166,6 +167,12 @@ step "torch peer" 90 python3 "$root/scripts/anchors/gpu_torch_peer.py" --anchors
 step conformance 90 "$bin/rlx_opencl_conformance_test" --gtest_brief=1 \
   >"$out/conformance.txt" 2>&1
 tail -3 "$out/conformance.txt" >>"$summary"
+# Parity against PyTorch on the GPU: torch's weights and output, rlx on the OpenCL device (the
+# table is appended to conformance.txt).
+step parity 90 env RLX="$bin/rlx" RLX_ANCHORS="$dir/anchors" RLX_PYTHON=python3 \
+  bash "$root/scripts/anchors/parity.sh" --device opencl --work /tmp/rlx-parity \
+  >>"$out/conformance.txt" 2>&1
+tail -1 "$out/conformance.txt" >>"$summary"
 
 export RLX_GEMM_BENCH_LARGE=1
 step gemm 90 "$bin/rlx_opencl_gemm_bench" --benchmark_min_time=0.05 \
