@@ -132,32 +132,88 @@ NodeId conv_primitives(Builder& b, const ir::Conv2dAttrs& a, std::span<const Nod
   return y;
 }
 
-NodeId pool_primitives(Builder& b, const ir::Pool2dAttrs& a, std::span<const NodeId> in) {
-  Shape xs = b.shape(in[0]);
-  DType t = xs.dtype;
-  bool is_max = a.kind == ir::PoolKind::max;
-  Window win{xs[2].size(), xs[3].size(), a.kernel[0], a.kernel[1], a.stride[0], a.stride[1],
-             a.padding[0], a.padding[1], 1,           1,           0,           0};
+namespace {
+
+/// The windows of a Pool2d over x's [H, W] planes: per (tap, output cell), tap-major, the cell's
+/// index in the flattened [H W] plane, or H W for a padding cell; per output cell, how many taps
+/// are in bounds.
+struct PoolWindows {
+  Window win;
+  std::int64_t hw, kk, ohow;
+  std::vector<std::int64_t> idx;
+  std::vector<double> inside, count;
+};
+
+PoolWindows pool_windows(const Shape& xs, const ir::Pool2dAttrs& a) {
+  PoolWindows p{{xs[2].size(), xs[3].size(), a.kernel[0], a.kernel[1], a.stride[0], a.stride[1],
+                 a.padding[0], a.padding[1], 1, 1, 0, 0},
+                0,
+                0,
+                0,
+                {},
+                {},
+                {}};
+  Window& win = p.win;
   win.oh = (win.h + 2 * win.ph - win.kh) / win.sh + 1;
   win.ow = (win.w + 2 * win.pw - win.kw) / win.sw + 1;
-  std::int64_t hw = win.h * win.w, kk = win.kh * win.kw, ohow = win.oh * win.ow;
-  std::vector<std::int64_t> idx;
-  std::vector<double> count(static_cast<std::size_t>(ohow), 0.0);
+  p.hw = win.h * win.w;
+  p.kk = win.kh * win.kw;
+  p.ohow = win.oh * win.ow;
+  p.count.assign(static_cast<std::size_t>(p.ohow), 0.0);
   for (std::int64_t i = 0; i < win.kh; ++i)
     for (std::int64_t j = 0; j < win.kw; ++j)
       for (std::int64_t oh = 0; oh < win.oh; ++oh)
         for (std::int64_t ow = 0; ow < win.ow; ++ow) {
-          std::int64_t cell = win.at(oh, ow, i, j);
-          idx.push_back(cell < 0 ? hw : cell);
+          const std::int64_t cell = win.at(oh, ow, i, j);
+          p.idx.push_back(cell < 0 ? p.hw : cell);
+          p.inside.push_back(cell < 0 ? 0.0 : 1.0);
           if (cell >= 0)
-            count[static_cast<std::size_t>(oh * win.ow + ow)] += 1;
+            p.count[static_cast<std::size_t>(oh * win.ow + ow)] += 1;
         }
-  NodeId flat = b.reshape(in[0], {xs[0], xs[1], Dim(hw)});
-  NodeId pad = full(b, Shape({xs[0], xs[1], Dim(1)}, t), is_max ? lowest(t) : 0.0);
-  NodeId patches = b.gather(b.concat({flat, pad}, 2), index_tensor(b, {kk, ohow}, idx), 2);
-  NodeId y = is_max ? b.reduce(ir::ReduceOp::max, patches, {2})
-                    : b.div(b.sum(patches, {2}), const_tensor(b, {ohow}, t, count));
-  return b.reshape(y, {xs[0], xs[1], Dim(win.oh), Dim(win.ow)});
+  return p;
+}
+
+/// \p v [N, C, H, W] gathered into its windows [N, C, KH KW, OH OW]; padding cells read \p pad.
+NodeId window_patches(Builder& b, const PoolWindows& p, NodeId v, double pad) {
+  const Shape vs = b.shape(v);
+  const NodeId flat = b.reshape(v, {vs[0], vs[1], Dim(p.hw)});
+  const NodeId cells = full(b, Shape({vs[0], vs[1], Dim(1)}, vs.dtype), pad);
+  return b.gather(b.concat({flat, cells}, 2), index_tensor(b, {p.kk, p.ohow}, p.idx), 2);
+}
+
+} // namespace
+
+NodeId pool_primitives(Builder& b, const ir::Pool2dAttrs& a, std::span<const NodeId> in) {
+  const Shape xs = b.shape(in[0]);
+  const DType t = xs.dtype;
+  const bool is_max = a.kind == ir::PoolKind::max;
+  const PoolWindows p = pool_windows(xs, a);
+  const NodeId patches = window_patches(b, p, in[0], is_max ? lowest(t) : 0.0);
+  const NodeId y = is_max ? b.reduce(ir::ReduceOp::max, patches, {2})
+                          : b.div(b.sum(patches, {2}), const_tensor(b, {p.ohow}, t, p.count));
+  return b.reshape(y, {xs[0], xs[1], Dim(p.win.oh), Dim(p.win.ow)});
+}
+
+NodeId max_pool_tangent(Builder& b, const ir::Pool2dAttrs& a, NodeId x, NodeId y, NodeId tx) {
+  const Shape xs = b.shape(x);
+  const DType t = xs.dtype;
+  const PoolWindows p = pool_windows(xs, a);
+  auto as_float = [&](NodeId c) { return b.cast(c, t); };
+  const NodeId px = window_patches(b, p, x, 0.0);
+  const NodeId yr = b.reshape(y, {xs[0], xs[1], Dim(1), Dim(p.ohow)});
+  // hit: an in-bounds cell equal to y, or NaN where y is NaN (pool2d_grad's rule)
+  const NodeId both_nan =
+      b.mul(as_float(b.compare(CmpOp::ne, px, px)), as_float(b.compare(CmpOp::ne, yr, yr)));
+  const NodeId hit = b.mul(b.add(as_float(b.compare(CmpOp::eq, px, yr)), both_nan),
+                           const_tensor(b, {p.kk, p.ohow}, t, p.inside));
+  std::vector<std::int64_t> iota(static_cast<std::size_t>(p.kk));
+  for (std::int64_t i = 0; i < p.kk; ++i)
+    iota[static_cast<std::size_t>(i)] = i;
+  const NodeId first = b.argmax(hit, 2, true); // [N, C, 1, OH OW]
+  const NodeId pick =
+      b.mul(as_float(b.compare(CmpOp::eq, index_tensor(b, {p.kk, 1}, iota), first)), hit);
+  const NodeId ty = b.sum(b.mul(pick, window_patches(b, p, tx, 0.0)), {2});
+  return b.reshape(ty, {xs[0], xs[1], Dim(p.win.oh), Dim(p.win.ow)});
 }
 
 NodeId layer_norm_primitives(Builder& b, double eps, std::span<const NodeId> in) {

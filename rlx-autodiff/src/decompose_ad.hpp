@@ -17,6 +17,10 @@ NodeId attention_primitives(Builder& b, const ir::AttentionAttrs& a, std::span<c
 NodeId conv_primitives(Builder& b, const ir::Conv2dAttrs& a, std::span<const NodeId> in);
 /// Pool2d as a Gather of the windows and a Reduce (max) or a sum over in-bounds counts (avg).
 NodeId pool_primitives(Builder& b, const ir::Pool2dAttrs& a, std::span<const NodeId> in);
+/// The tangent of y = max-Pool2d(x) along \p tx: per window, tx at the first in-bounds cell equal
+/// to y (or NaN where y is NaN), the cell pool2d_grad routes the cotangent to, so the JVP and the
+/// VJP are transposes of each other at ties too (the Reduce-max form would share a tie's tangent).
+NodeId max_pool_tangent(Builder& b, const ir::Pool2dAttrs& a, NodeId x, NodeId y, NodeId tx);
 /// LayerNorm (x, gamma [, beta]) in primitives.
 NodeId layer_norm_primitives(Builder& b, double eps, std::span<const NodeId> in);
 /// RmsNorm (x, gamma) in primitives.

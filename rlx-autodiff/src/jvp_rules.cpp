@@ -200,6 +200,8 @@ NodeId conv2d(JvpContext& c) {
 }
 NodeId pool2d(JvpContext& c) {
   ir::Pool2dAttrs a = c.node.attr<ir::Pool2dAttrs>();
+  if (a.kind == ir::PoolKind::max)
+    return max_pool_tangent(c.b, a, c.in[0], c.self, t_or_zero(c, 0));
   return c.decompose(
       [a](Builder& b, std::span<const NodeId> in) { return pool_primitives(b, a, in); });
 }

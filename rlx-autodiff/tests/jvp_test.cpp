@@ -72,6 +72,52 @@ TEST(Jvp, InterfaceAndZeroTangents) {
   EXPECT_THROW(autodiff::jvp(g, {Wrt{"nope", true}}), autodiff::AutodiffError);
 }
 
+TEST(Jvp, MaxPoolTiesTakeTheCellTheVjpRoutesTo) {
+  // Max pooling over many ties (values in {0, 1, 2}, overlapping padded windows): the JVP takes
+  // the tangent at the first cell equal to the max, the cell pool2d_grad sends the cotangent to,
+  // so <jvp(t), u> = <t, vjp(u)> holds to rounding. The Reduce-max form shared a tie's tangent
+  // among the tied cells, and the two sides differed.
+  const DType t = DType::f64;
+  const Shape xs = Shape::of({1, 2, 4, 4}, t);
+  ir::Pool2dAttrs pa;
+  pa.kernel = {3, 3};
+  pa.stride = {1, 1};
+  pa.padding = {1, 1};
+  Graph g;
+  Builder b(g);
+  b.output(b.pool2d(b.input("x", xs), pa));
+  const Graph j = autodiff::jvp(g, {Wrt{"x", false}});
+  Graph l;
+  Builder lb(l);
+  const NodeId y = lb.pool2d(lb.input("x", xs), pa);
+  lb.output(lb.sum(lb.mul(y, lb.input("u", lb.shape(y))), {}));
+  const Graph gg = autodiff::grad_with_loss(l, {Wrt{"x", false}});
+
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  Tensor xv(xs), tv(xs), uv(l.node(y).shape);
+  for (std::int64_t i = 0; i < xv.numel(); ++i) {
+    xv.set_f64(i, static_cast<double>(rng() % 3));
+    tv.set_f64(i, uniform(rng));
+  }
+  for (std::int64_t i = 0; i < uv.numel(); ++i)
+    uv.set_f64(i, uniform(rng));
+  const auto jo = ir::reference::evaluate(j, {{"x", xv}, {"tangent_x", tv}}, {});
+  const auto go = ir::reference::evaluate(gg, {{"x", xv}, {"u", uv}}, {});
+  double jvp_u = 0, t_vjp = 0;
+  for (std::int64_t i = 0; i < uv.numel(); ++i)
+    jvp_u += jo[1].get_f64(i) * uv.get_f64(i);
+  for (std::int64_t i = 0; i < tv.numel(); ++i)
+    t_vjp += tv.get_f64(i) * go[1].get_f64(i);
+  EXPECT_NEAR(jvp_u, t_vjp, 1e-12);
+  // each output's tangent is one of its window's tangents (window (0, 0) holds cells 0, 1, 4, 5)
+  const double t00 = jo[1].get_f64(0);
+  bool found = false;
+  for (std::int64_t c : {0, 1, 4, 5})
+    found = found || tv.get_f64(c) == t00;
+  EXPECT_TRUE(found) << t00;
+}
+
 /// A loss over one op family, for the hvp checks.
 struct HvpCase {
   const char* name;
