@@ -33,12 +33,12 @@ using ir::testing::uniform_tensor;
 ir::FusedTransformerLayerAttrs layer_attrs(bool llama) {
   ir::FusedTransformerLayerAttrs a;
   a.kind = llama ? ir::LayerKind::llama_pre_norm : ir::LayerKind::bert_post_norm;
-  a.num_heads = 2;
-  a.num_kv_heads = llama ? 1 : 2;
-  a.mask = llama ? ir::MaskKind::causal : ir::MaskKind::none;
-  a.rope = llama;
-  a.rope_theta = 100.0;
-  a.qkv_bias = a.out_bias = a.up_bias = a.down_bias = a.norm_beta = !llama;
+  a.block.num_heads = 2;
+  a.block.num_kv_heads = llama ? 1 : 2;
+  a.block.mask = llama ? ir::MaskKind::causal : ir::MaskKind::none;
+  a.block.rope = llama;
+  a.block.rope_theta = 100.0;
+  a.block.qkv_bias = a.block.out_bias = a.up_bias = a.down_bias = a.norm_beta = !llama;
   a.act = llama ? ir::Activation::none : ir::Activation::gelu;
   a.eps = 1e-5;
   return a;
@@ -50,7 +50,7 @@ Graph model(bool llama, bool fused) {
   Builder b(g);
   const DType t = DType::f64;
   const ir::FusedTransformerLayerAttrs a = layer_attrs(llama);
-  const std::int64_t nt = (a.num_heads + 2 * a.num_kv_heads) * 4;
+  const std::int64_t nt = (a.block.num_heads + 2 * a.block.num_kv_heads) * 4;
   std::vector<NodeId> in{b.input("x", Shape::of({kB, kS, kE}, t)),
                          b.param("w_qkv", Shape::of({nt, kE}, t)),
                          b.param("w_o", Shape::of({kE, 8}, t))};

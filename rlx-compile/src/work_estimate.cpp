@@ -86,9 +86,9 @@ double node_work(const ir::Graph& g, ir::NodeId id) {
     const auto& a = n.attr<ir::FusedTransformerLayerAttrs>();
     const ir::LayerSlots s = ir::layer_slots(a);
     const ir::Shape& x = in(0);
-    const double nt = dim(in(s.w_qkv), a.qkv_transpose_b ? 0 : 1);
-    const double hd = nt / static_cast<double>(a.num_heads + 2 * a.num_kv_heads) *
-                      static_cast<double>(a.num_heads);
+    const double nt = dim(in(s.w_qkv), a.block.qkv_transpose_b ? 0 : 1);
+    const double hd = nt / static_cast<double>(a.block.num_heads + 2 * a.block.num_kv_heads) *
+                      static_cast<double>(a.block.num_heads);
     const double rows = dim(x, 0) * dim(x, 1), e = dim(x, 2);
     const double f = dim(in(s.w_down), a.down_transpose_b ? 1 : 0);
     const double up = a.kind == ir::LayerKind::llama_pre_norm ? 2 : 1;

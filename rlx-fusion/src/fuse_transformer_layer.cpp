@@ -234,7 +234,7 @@ Found find_bert(const Graph& g, NodeId block) {
   Layer l;
   l.pattern = kBert;
   l.block = block;
-  ir::set_block_attrs(l.attrs, g.node(block).attr<ir::FusedAttentionBlockAttrs>());
+  l.attrs.block = g.node(block).attr<ir::FusedAttentionBlockAttrs>();
   l.attrs.kind = ir::LayerKind::bert_post_norm;
   l.attrs.eps = eps;
   l.attrs.norm_beta = n1.inputs.size() == 4;
@@ -332,7 +332,7 @@ Found find_llama(const Graph& g, NodeId block) {
   Layer l;
   l.pattern = kLlama;
   l.block = block;
-  ir::set_block_attrs(l.attrs, g.node(block).attr<ir::FusedAttentionBlockAttrs>());
+  l.attrs.block = g.node(block).attr<ir::FusedAttentionBlockAttrs>();
   l.attrs.kind = ir::LayerKind::llama_pre_norm;
   l.attrs.eps = eps1;
   l.attrs.act = ir::Activation::none;

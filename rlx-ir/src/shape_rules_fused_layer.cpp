@@ -63,7 +63,7 @@ Shape fused_transformer_layer(In in, const FusedTransformerLayerAttrs& a) {
   std::vector<Shape> bin = pick(in, {s.w_qkv, s.w_o, s.b_qkv, s.b_o, s.mask});
   bin.insert(bin.begin(), block_in);
   const Shape att =
-      stage("the attention block", [&] { return fused_attention_block(bin, block_attrs(a)); });
+      stage("the attention block", [&] { return fused_attention_block(bin, a.block); });
   Shape h, m; // the residual stream after attention, and the FFN's input
   if (llama) {
     const Shape t = stage("the FFN norm", [&] {

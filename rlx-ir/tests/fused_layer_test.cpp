@@ -58,11 +58,11 @@ TEST(FusedLayer, LlamaLayerEqualsTheHirBlock) {
     } else {
       FusedTransformerLayerAttrs a;
       a.kind = LayerKind::llama_pre_norm;
-      a.num_heads = 4;
-      a.num_kv_heads = 2;
-      a.mask = MaskKind::causal;
-      a.rope = true;
-      a.rope_theta = 100.0;
+      a.block.num_heads = 4;
+      a.block.num_kv_heads = 2;
+      a.block.mask = MaskKind::causal;
+      a.block.rope = true;
+      a.block.rope_theta = 100.0;
       a.eps = 1e-5;
       NodeId wqkv = b.concat({wq, wk, wv}, 0);
       b.output(b.op(OpKind::FusedTransformerLayer, {x, wqkv, wo, g1, wg, wu, wd, g2}, a));
@@ -99,9 +99,9 @@ TEST(FusedLayer, BertLayerEqualsTheHirLayer) {
           {x, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wd, bd, g2, b2, mask}, a));
     } else {
       FusedTransformerLayerAttrs a;
-      a.num_heads = a.num_kv_heads = 2;
-      a.mask = MaskKind::padding;
-      a.qkv_bias = a.out_bias = a.up_bias = a.down_bias = a.norm_beta = true;
+      a.block.num_heads = a.block.num_kv_heads = 2;
+      a.block.mask = MaskKind::padding;
+      a.block.qkv_bias = a.block.out_bias = a.up_bias = a.down_bias = a.norm_beta = true;
       a.act = Activation::gelu;
       a.eps = 1e-5;
       NodeId wqkv = b.concat({wq, wk, wv}, 0), bqkv = b.concat({bq, bk, bv}, 0);
@@ -138,7 +138,7 @@ struct LlamaOperands {
   FusedTransformerLayerAttrs attrs() const {
     FusedTransformerLayerAttrs a;
     a.kind = LayerKind::llama_pre_norm;
-    a.num_heads = a.num_kv_heads = 2;
+    a.block.num_heads = a.block.num_kv_heads = 2;
     a.eps = 1e-6;
     return a;
   }
@@ -177,8 +177,8 @@ TEST(FusedLayer, ShapeRuleErrors) {
             std::string::npos);
   // The block: heads that do not divide the packed width.
   a = o.attrs();
-  a.num_heads = 3;
-  a.num_kv_heads = 3;
+  a.block.num_heads = 3;
+  a.block.num_kv_heads = 3;
   EXPECT_NE(o.error(ok, a).find("the attention block"), std::string::npos);
   // x must be [B, S, E] of a float type.
   NodeId flat = o.b.input("flat", Shape::of({3, 8}));
@@ -194,8 +194,8 @@ TEST(FusedLayer, ShapeRuleErrors) {
 
 TEST(FusedLayer, SlotsFollowTheFlags) {
   FusedTransformerLayerAttrs a;
-  a.qkv_bias = a.norm_beta = a.up_bias = true;
-  a.mask = MaskKind::bias;
+  a.block.qkv_bias = a.norm_beta = a.up_bias = true;
+  a.block.mask = MaskKind::bias;
   const LayerSlots s = layer_slots(a);
   EXPECT_EQ(s.b_qkv, 3u);
   EXPECT_EQ(s.b_o, LayerSlots::kAbsent);
@@ -214,9 +214,9 @@ TEST(FusedLayer, SlotsFollowTheFlags) {
 TEST(FusedLayer, TextAndJsonRoundTrip) {
   LlamaOperands o;
   FusedTransformerLayerAttrs a = o.attrs();
-  a.mask = MaskKind::causal;
-  a.rope = true;
-  a.rope_theta = 500000.0;
+  a.block.mask = MaskKind::causal;
+  a.block.rope = true;
+  a.block.rope_theta = 500000.0;
   a.up_transpose_b = false;
   NodeId wk = o.b.param("wk_n", Shape::of({8, 6}));
   o.b.output(o.b.op(OpKind::FusedTransformerLayer,

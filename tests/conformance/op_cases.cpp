@@ -1549,7 +1549,8 @@ void conv_backward_cases(Table& t) {
 /// Heads of 4 features; the FFN is f wide.
 std::vector<InputSpec> layer_inputs(const ir::FusedTransformerLayerAttrs& a, std::int64_t b,
                                     std::int64_t s, std::int64_t e, std::int64_t f, DType t) {
-  const std::int64_t d = 4, nt = (a.num_heads + 2 * a.num_kv_heads) * d, hd = a.num_heads * d;
+  const std::int64_t d = 4, nt = (a.block.num_heads + 2 * a.block.num_kv_heads) * d,
+                     hd = a.block.num_heads * d;
   auto w = [&](const char* name, Sizes dims) { return as_param(in(name, dims, t, -0.5, 0.5)); };
   auto vec = [&](const char* name, std::int64_t n) { return as_param(in(name, {n}, t)); };
   auto gain = [&](const char* name) { return as_param(in(name, {e}, t, 0.5, 1.5)); };
@@ -1557,11 +1558,11 @@ std::vector<InputSpec> layer_inputs(const ir::FusedTransformerLayerAttrs& a, std
     return transpose_b ? Sizes{n, k} : Sizes{k, n};
   };
   const bool llama = a.kind == ir::LayerKind::llama_pre_norm;
-  std::vector<InputSpec> v{in("x", {b, s, e}, t), w("w_qkv", kn(a.qkv_transpose_b, nt, e)),
-                           w("w_o", kn(a.out_transpose_b, e, hd))};
-  if (a.qkv_bias)
+  std::vector<InputSpec> v{in("x", {b, s, e}, t), w("w_qkv", kn(a.block.qkv_transpose_b, nt, e)),
+                           w("w_o", kn(a.block.out_transpose_b, e, hd))};
+  if (a.block.qkv_bias)
     v.push_back(vec("b_qkv", nt));
-  if (a.out_bias)
+  if (a.block.out_bias)
     v.push_back(vec("b_o", e));
   v.push_back(gain("g1"));
   if (a.norm_beta)
@@ -1577,10 +1578,10 @@ std::vector<InputSpec> layer_inputs(const ir::FusedTransformerLayerAttrs& a, std
   v.push_back(gain("g2"));
   if (a.norm_beta)
     v.push_back(vec("beta2", e));
-  if (a.mask == ir::MaskKind::padding)
+  if (a.block.mask == ir::MaskKind::padding)
     v.push_back(with(ints("mask", {b, s}, DType::boolean, 0, 1), Fill::keep_mask));
-  if (a.mask == ir::MaskKind::bias)
-    v.push_back(in("bias", {b, a.num_heads, s, s}, t, -2, 2));
+  if (a.block.mask == ir::MaskKind::bias)
+    v.push_back(in("bias", {b, a.block.num_heads, s, s}, t, -2, 2));
   return v;
 }
 
@@ -1601,8 +1602,8 @@ void fused_layer_cases(Table& t) {
   };
   auto bert = [] {
     A a;
-    a.num_heads = a.num_kv_heads = 4;
-    a.qkv_bias = a.out_bias = a.up_bias = a.down_bias = a.norm_beta = true;
+    a.block.num_heads = a.block.num_kv_heads = 4;
+    a.block.qkv_bias = a.block.out_bias = a.up_bias = a.down_bias = a.norm_beta = true;
     a.act = ir::Activation::gelu;
     a.eps = 1e-12;
     return a;
@@ -1610,40 +1611,40 @@ void fused_layer_cases(Table& t) {
   auto llama = [] {
     A a;
     a.kind = ir::LayerKind::llama_pre_norm;
-    a.num_heads = 4;
-    a.num_kv_heads = 2;
-    a.mask = ir::MaskKind::causal;
-    a.rope = true;
+    a.block.num_heads = 4;
+    a.block.num_kv_heads = 2;
+    a.block.mask = ir::MaskKind::causal;
+    a.block.rope = true;
     a.eps = 1e-6;
     return a;
   };
   // BERT: biases, betas, a padding mask, batch 2; without any of them; tanh-GELU with [K, N]
   // weights (ONNX exports) and a bias mask.
   A a = bert();
-  a.mask = ir::MaskKind::padding;
+  a.block.mask = ir::MaskKind::padding;
   add("bert_padding_b2", a, 2, 6, 32);
   a = bert();
-  a.qkv_bias = a.out_bias = a.up_bias = a.down_bias = a.norm_beta = false;
+  a.block.qkv_bias = a.block.out_bias = a.up_bias = a.down_bias = a.norm_beta = false;
   add("bert_no_bias_no_beta", a, 1, 5, 24);
   a = bert();
   a.act = ir::Activation::gelu_tanh;
-  a.qkv_transpose_b = a.out_transpose_b = a.up_transpose_b = a.down_transpose_b = false;
-  a.mask = ir::MaskKind::bias;
+  a.block.qkv_transpose_b = a.block.out_transpose_b = a.up_transpose_b = a.down_transpose_b = false;
+  a.block.mask = ir::MaskKind::bias;
   add("bert_kn_weights_bias_mask", a, 2, 5, 24);
   // LLaMA: GQA, RoPE, causal, batch 2; MHA without RoPE with a down bias and [K, N] weights;
   // MQA with a sliding window.
   add("llama_gqa_rope_causal_b2", llama(), 2, 6, 24);
   a = llama();
-  a.num_kv_heads = 4;
-  a.rope = false;
-  a.mask = ir::MaskKind::none;
+  a.block.num_kv_heads = 4;
+  a.block.rope = false;
+  a.block.mask = ir::MaskKind::none;
   a.down_bias = true;
-  a.qkv_transpose_b = a.out_transpose_b = a.up_transpose_b = a.down_transpose_b = false;
+  a.block.qkv_transpose_b = a.block.out_transpose_b = a.up_transpose_b = a.down_transpose_b = false;
   add("llama_mha_down_bias_kn_weights", a, 1, 5, 20);
   a = llama();
-  a.num_kv_heads = 1;
-  a.mask = ir::MaskKind::sliding_window;
-  a.window = 3;
+  a.block.num_kv_heads = 1;
+  a.block.mask = ir::MaskKind::sliding_window;
+  a.block.window = 3;
   add("llama_mqa_sliding_window", a, 2, 7, 24);
   // f64: the CPU does not claim the layer there (legalisation runs its decomposition).
   add("llama_gqa_rope_causal", llama(), 2, 6, 24, DType::f64);
@@ -1651,7 +1652,7 @@ void fused_layer_cases(Table& t) {
       "bert_padding",
       [&] {
         A b = bert();
-        b.mask = ir::MaskKind::padding;
+        b.block.mask = ir::MaskKind::padding;
         return b;
       }(),
       2, 6, 32, DType::f64);

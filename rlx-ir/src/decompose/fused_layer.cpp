@@ -39,7 +39,7 @@ NodeId fused_transformer_layer_by_parts(Builder& b, NodeId id, const Opts&, std:
   for (std::size_t slot : {s.b_qkv, s.b_o, s.mask})
     if (slot != LayerSlots::kAbsent)
       bin.push_back(in(slot));
-  const NodeId att = b.op(OpKind::FusedAttentionBlock, bin, block_attrs(a));
+  const NodeId att = b.op(OpKind::FusedAttentionBlock, bin, a.block);
   NodeId h, m;
   if (llama) {
     const NodeId t = b.op(OpKind::ResidualRmsNorm, {x, att, in(s.g2)}, NormAttrs{a.eps});

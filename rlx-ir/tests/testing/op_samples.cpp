@@ -539,10 +539,10 @@ Graph fused_layer_sample(OpKind op) {
   NodeId x = b.input("x", Shape({2, sym("seq"), 8}, f32));
   NodeId mask = b.input("mask", Shape({2, sym("seq")}, f32));
   FusedTransformerLayerAttrs a;
-  a.num_heads = 2;
-  a.num_kv_heads = 2;
-  a.mask = MaskKind::padding;
-  a.qkv_bias = a.out_bias = a.up_bias = a.down_bias = a.norm_beta = true;
+  a.block.num_heads = 2;
+  a.block.num_kv_heads = 2;
+  a.block.mask = MaskKind::padding;
+  a.block.qkv_bias = a.block.out_bias = a.up_bias = a.down_bias = a.norm_beta = true;
   a.act = Activation::gelu;
   a.eps = 1e-5;
   auto w = [&](const char* name, std::vector<Dim> dims) {
@@ -731,8 +731,9 @@ LeafNeeds needs_of(const Graph& g, NodeId leaf, const Bindings& bindings) {
                             user.attr<FusedAttentionBlockAttrs>().mask == MaskKind::padding);
         break;
       case OpKind::FusedTransformerLayer:
-        n.mask = n.mask || (slot + 1 == user.inputs.size() &&
-                            user.attr<FusedTransformerLayerAttrs>().mask == MaskKind::padding);
+        n.mask =
+            n.mask || (slot + 1 == user.inputs.size() &&
+                       user.attr<FusedTransformerLayerAttrs>().block.mask == MaskKind::padding);
         break;
       case OpKind::BertLayer:
         n.mask = n.mask || slot == 17;

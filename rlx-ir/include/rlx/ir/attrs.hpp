@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -72,75 +73,85 @@ struct SubGraph {
 // ---- field lists
 // ---------------------------------------------------------------------------------
 
-#define RLX_FIELD_1(f) fn(#f, s.f);
+/// Visits one field of an attribute struct: `fn(name, field)`, or, when the field is itself an
+/// attribute struct, each of its fields in turn (flattened: the text and JSON forms name the inner
+/// fields directly, so their names must not clash with the outer struct's).
+template <class F, class Fn> void visit_attr_field(const char* name, F& f, Fn& fn) {
+  if constexpr (requires { std::remove_const_t<F>::visit_fields(f, fn); })
+    std::remove_const_t<F>::visit_fields(f, fn);
+  else
+    fn(name, f);
+}
+
+#define RLX_FIELD_1(f) ::rlx::ir::visit_attr_field(#f, s.f, fn);
 #define RLX_FIELD_2(f, ...)                                                                        \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_1(__VA_ARGS__)
 #define RLX_FIELD_3(f, ...)                                                                        \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_2(__VA_ARGS__)
 #define RLX_FIELD_4(f, ...)                                                                        \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_3(__VA_ARGS__)
 #define RLX_FIELD_5(f, ...)                                                                        \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_4(__VA_ARGS__)
 #define RLX_FIELD_6(f, ...)                                                                        \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_5(__VA_ARGS__)
 #define RLX_FIELD_7(f, ...)                                                                        \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_6(__VA_ARGS__)
 #define RLX_FIELD_8(f, ...)                                                                        \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_7(__VA_ARGS__)
 #define RLX_FIELD_9(f, ...)                                                                        \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_8(__VA_ARGS__)
 #define RLX_FIELD_10(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_9(__VA_ARGS__)
 #define RLX_FIELD_11(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_10(__VA_ARGS__)
 #define RLX_FIELD_12(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_11(__VA_ARGS__)
 #define RLX_FIELD_13(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_12(__VA_ARGS__)
 #define RLX_FIELD_14(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_13(__VA_ARGS__)
 #define RLX_FIELD_15(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_14(__VA_ARGS__)
 #define RLX_FIELD_16(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_15(__VA_ARGS__)
 #define RLX_FIELD_17(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_16(__VA_ARGS__)
 #define RLX_FIELD_18(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_17(__VA_ARGS__)
 #define RLX_FIELD_19(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_18(__VA_ARGS__)
 #define RLX_FIELD_20(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_19(__VA_ARGS__)
 #define RLX_FIELD_21(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_20(__VA_ARGS__)
 #define RLX_FIELD_22(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_21(__VA_ARGS__)
 #define RLX_FIELD_23(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_22(__VA_ARGS__)
 #define RLX_FIELD_24(f, ...)                                                                       \
-  fn(#f, s.f);                                                                                     \
+  ::rlx::ir::visit_attr_field(#f, s.f, fn);                                                        \
   RLX_FIELD_23(__VA_ARGS__)
 #define RLX_FIELD_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, \
                        _18, _19, _20, _21, _22, _23, _24, N, ...)                                  \
@@ -471,26 +482,12 @@ struct FusedAttentionBlockAttrs {
 };
 
 /// The fused transformer layer (rlx-fusion's fuse-transformer-layer): the attention block's
-/// fields (as FusedAttentionBlockAttrs'), the two norms' eps (and whether both LayerNorms have a
+/// attributes, the two norms' eps (and whether both LayerNorms have a
 /// beta), and the FFN: up (BERT, with act and an optional bias) or gate / up (LLaMA's SwiGLU,
 /// no bias), down with an optional bias; each weight [N, K] with its transpose flag, else [K, N].
 struct FusedTransformerLayerAttrs {
   LayerKind kind = LayerKind::bert_post_norm;
-  std::int64_t num_heads = 1;
-  std::int64_t num_kv_heads = 1;
-  MaskKind mask = MaskKind::none;
-  std::int64_t window = 0;
-  std::optional<double> scale;
-  std::optional<double> softcap;
-  bool qkv_transpose_b = true;
-  bool qkv_bias = false;
-  bool out_transpose_b = true;
-  bool out_bias = false;
-  bool rope = false;
-  RopeStyle rope_style = RopeStyle::half;
-  std::int64_t rope_n_rot = 0;
-  std::int64_t rope_position_offset = 0;
-  double rope_theta = 10000.0;
+  FusedAttentionBlockAttrs block; ///< the attention block (its fields flattened in text / JSON)
   double eps = 1e-12;
   bool norm_beta = false;
   Activation act = Activation::none;
@@ -498,49 +495,9 @@ struct FusedTransformerLayerAttrs {
   bool up_bias = false;
   bool down_transpose_b = true;
   bool down_bias = false;
-  RLX_ATTRS(FusedTransformerLayerAttrs, kind, num_heads, num_kv_heads, mask, window, scale, softcap,
-            qkv_transpose_b, qkv_bias, out_transpose_b, out_bias, rope, rope_style, rope_n_rot,
-            rope_position_offset, rope_theta, eps, norm_beta, act, up_transpose_b, up_bias,
+  RLX_ATTRS(FusedTransformerLayerAttrs, kind, block, eps, norm_beta, act, up_transpose_b, up_bias,
             down_transpose_b, down_bias)
 };
-
-/// The attention block's attributes inside a transformer layer \p a.
-inline FusedAttentionBlockAttrs block_attrs(const FusedTransformerLayerAttrs& a) {
-  return {a.num_heads,
-          a.num_kv_heads,
-          a.mask,
-          a.window,
-          a.scale,
-          a.softcap,
-          a.qkv_transpose_b,
-          a.qkv_bias,
-          a.out_transpose_b,
-          a.out_bias,
-          a.rope,
-          a.rope_style,
-          a.rope_n_rot,
-          a.rope_position_offset,
-          a.rope_theta};
-}
-
-/// Copies the attention block's attributes \p b into the layer's \p a.
-inline void set_block_attrs(FusedTransformerLayerAttrs& a, const FusedAttentionBlockAttrs& b) {
-  a.num_heads = b.num_heads;
-  a.num_kv_heads = b.num_kv_heads;
-  a.mask = b.mask;
-  a.window = b.window;
-  a.scale = b.scale;
-  a.softcap = b.softcap;
-  a.qkv_transpose_b = b.qkv_transpose_b;
-  a.qkv_bias = b.qkv_bias;
-  a.out_transpose_b = b.out_transpose_b;
-  a.out_bias = b.out_bias;
-  a.rope = b.rope;
-  a.rope_style = b.rope_style;
-  a.rope_n_rot = b.rope_n_rot;
-  a.rope_position_offset = b.rope_position_offset;
-  a.rope_theta = b.rope_theta;
-}
 
 #undef RLX_FIELD_1
 #undef RLX_FIELD_9

@@ -31,8 +31,8 @@ inline LayerSlots layer_slots(const FusedTransformerLayerAttrs& a) {
   LayerSlots s;
   std::size_t next = 3;
   auto take = [&](bool present) { return present ? next++ : LayerSlots::kAbsent; };
-  s.b_qkv = take(a.qkv_bias);
-  s.b_o = take(a.out_bias);
+  s.b_qkv = take(a.block.qkv_bias);
+  s.b_o = take(a.block.out_bias);
   s.g1 = take(true);
   s.beta1 = take(a.norm_beta);
   const bool llama = a.kind == LayerKind::llama_pre_norm;
@@ -43,7 +43,7 @@ inline LayerSlots layer_slots(const FusedTransformerLayerAttrs& a) {
   s.b_down = take(a.down_bias);
   s.g2 = take(true);
   s.beta2 = take(a.norm_beta);
-  s.mask = take(mask_takes_operand(a.mask));
+  s.mask = take(mask_takes_operand(a.block.mask));
   s.count = next;
   return s;
 }
