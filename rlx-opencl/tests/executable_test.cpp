@@ -76,6 +76,26 @@ TEST(AttentionChoice, TilesFromSixteenQueryRowsWhereTheyFit) {
   EXPECT_FALSE(attention_tiled(AttentionKernel::rows, 128, d64, 65536));
 }
 
+TEST(AttentionChoice, TheGpuKernelOnGpuDevicesWhereItFits) {
+  const std::size_t d64 = attention_gpu_bytes(64, 64);
+  // Q block, K tile padded by one float a row, V tile, scores, reduction slots, NaN flags.
+  EXPECT_EQ(d64, (8u * 64 + 64u * 65 + 64u * 64 + 8u * 64 + 64u) * 4 + 8u * 4);
+  const auto path = [](AttentionKernel k, const char* type, std::int64_t sq, std::int64_t d,
+                       std::int64_t local) { return attention_path(k, type, sq, d, d, local); };
+  using P = AttentionPath;
+  EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 128, 64, 49152), P::gpu);
+  EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 1, 64, 49152), P::gpu); // decode steps too
+  EXPECT_EQ(path(AttentionKernel::automatic, "cpu", 128, 64, 49152), P::tiled);
+  EXPECT_EQ(path(AttentionKernel::automatic, "cpu", 1, 64, 49152), P::rows);
+  // D = Dv = 128 needs ~68 KiB: a 48 KiB GPU falls back to the tiles (24.6 KiB).
+  EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 128, 128, 49152), P::tiled);
+  EXPECT_EQ(path(AttentionKernel::gpu, "cpu", 3, 64, 49152), P::gpu); // pinned
+  EXPECT_EQ(path(AttentionKernel::gpu, "gpu", 3, 128, 49152), P::tiled);
+  EXPECT_EQ(path(AttentionKernel::gpu, "gpu", 3, 256, 49152), P::rows);
+  EXPECT_EQ(path(AttentionKernel::tiled, "gpu", 128, 64, 49152), P::tiled);
+  EXPECT_EQ(path(AttentionKernel::rows, "gpu", 128, 64, 49152), P::rows);
+}
+
 TEST(AttentionChoice, APrefillRunsTheTilesAndADecodeStepTheRows) {
   // q [1, S, 4, 16], k / v [1, 40, 2, 16] (GQA, causal): 32 query rows take the tiles, 3 the rows.
   auto graph = [](std::int64_t sq) {
