@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -94,6 +95,64 @@ TEST(AttentionChoice, TheGpuKernelOnGpuDevicesWhereItFits) {
   EXPECT_EQ(path(AttentionKernel::gpu, "gpu", 3, 256, 49152), P::rows);
   EXPECT_EQ(path(AttentionKernel::tiled, "gpu", 128, 64, 49152), P::tiled);
   EXPECT_EQ(path(AttentionKernel::rows, "gpu", 128, 64, 49152), P::rows);
+}
+
+TEST(AttentionGpuKernel, NanRowsAndFullyMaskedRowsMatchTheReference) {
+  // q [1, 20, 2, 8] against k / v [1, 70, 2, 8] with an additive bias: row 3's bias is -inf for
+  // every key (a row of weight 0: the reference gives 0), row 5 of head 1 has a NaN query (the
+  // reference gives a NaN row), row 9's bias is -inf for every key of the second tile only.
+  // 20 rows are three 8-row blocks (the last partial), 70 keys two 64-key tiles (the last
+  // partial). The gpu kernel pinned, the tiles and the rows kernel must all give the reference.
+  ir::Graph g;
+  ir::Builder b(g);
+  auto q = b.input("q", ir::Shape::of({1, 20, 2, 8}));
+  auto k = b.input("k", ir::Shape::of({1, 70, 2, 8}));
+  auto v = b.input("v", ir::Shape::of({1, 70, 2, 8}));
+  auto bias = b.input("bias", ir::Shape::of({1, 2, 20, 70}));
+  ir::AttentionAttrs a;
+  a.num_heads = 2;
+  a.num_kv_heads = 2;
+  a.mask = ir::MaskKind::bias;
+  b.output(b.op(ir::OpKind::Attention, {q, k, v, bias}, a));
+  ir::reference::TensorMap in;
+  unsigned seed = 30;
+  for (ir::NodeId id : g.inputs()) {
+    const std::string& name = g.node(id).attr<ir::LeafAttrs>().name;
+    in[name] = random_f32(g.shape(id), seed++);
+  }
+  ir::Tensor& bt = in["bias"];
+  for (std::int64_t h = 0; h < 2; ++h)
+    for (std::int64_t j = 0; j < 70; ++j) {
+      bt.set_f64((h * 20 + 3) * 70 + j, -INFINITY);
+      if (j >= 64)
+        bt.set_f64((h * 20 + 9) * 70 + j, -INFINITY);
+    }
+  in["q"].set_f64((5 * 2 + 1) * 8 + 0, NAN);
+  const ir::Tensor want = ir::reference::evaluate(g, in, {})[0];
+  ASSERT_TRUE(std::isnan(want.get_f64((5 * 2 + 1) * 8 + 3)));
+  ASSERT_EQ(want.get_f64((3 * 2 + 0) * 8 + 3), 0.0);
+  for (AttentionKernel kind :
+       {AttentionKernel::gpu, AttentionKernel::tiled, AttentionKernel::rows}) {
+    OpenClOptions o;
+    o.attention = kind;
+    const OpenClBackend be(o);
+    auto exe = compile_for(be, g);
+    if (kind == AttentionKernel::gpu) {
+      EXPECT_NE(kernel_listing(*exe).find("attention_gpu_f32_k"), std::string::npos);
+    }
+    for (const auto& [name, t] : in)
+      exe->set_input(name, t);
+    exe->execute();
+    const ir::Tensor got = exe->output(0);
+    int bad = 0;
+    for (std::int64_t i = 0; i < want.numel(); ++i) {
+      const double x = got.get_f64(i), y = want.get_f64(i);
+      const bool ok = std::isnan(y) ? std::isnan(x) : std::abs(x - y) <= 1e-5;
+      if (!ok && bad++ < 5)
+        ADD_FAILURE() << "kernel " << static_cast<int>(kind) << " element " << i << ": " << x
+                      << " against " << y;
+    }
+  }
 }
 
 TEST(AttentionChoice, APrefillRunsTheTilesAndADecodeStepTheRows) {

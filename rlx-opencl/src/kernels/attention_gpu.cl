@@ -14,6 +14,7 @@
 #define ATTNG_BQ 8
 #define ATTNG_TK 64
 #define ATTNG_LANES (ATTNG_WG / ATTNG_BQ)
+#define ATTNG_NACC (ATTN_MAX_DV / ATTNG_LANES)
 
 /// lm: local memory of ATTNG_BQ * D + ATTNG_TK * (D + 1) + ATTNG_TK * Dv + ATTNG_BQ * ATTNG_TK
 /// + ATTNG_WG floats plus ATTNG_BQ ints (set by the host).
@@ -63,8 +64,12 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
   const long i = i0 + r;
   const bool live = i < Sq;
   const int ndv = (int)((Dv - lane + ATTNG_LANES - 1) / ATTNG_LANES); // features lane + 8t < Dv
-  float acc[ATTN_MAX_DV / ATTNG_LANES];
-  for (int t = 0; t < ndv; ++t)
+  // The accumulator loops run to the constant ATTNG_NACC, fully unrolled with a guard, so that a
+  // GPU compiler keeps acc[] in registers (a loop to the run-time ndv would index it dynamically
+  // and place it in off-chip private memory).
+  float acc[ATTNG_NACC];
+#pragma unroll
+  for (int t = 0; t < ATTNG_NACC; ++t)
     acc[t] = 0.0f;
   float mx = -INFINITY, sum = 0.0f;
 
@@ -83,14 +88,17 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
     if (l < n) {
       const long j = t0 + l;
       float dot[ATTNG_BQ];
+#pragma unroll
       for (int rr = 0; rr < ATTNG_BQ; ++rr)
         dot[rr] = 0.0f;
       for (long d = 0; d < D; ++d) {
         const float kv = ks[l * Dp + d];
+#pragma unroll
         for (int rr = 0; rr < ATTNG_BQ; ++rr)
           dot[rr] = fma(qs[rr * D + d], kv, dot[rr]);
       }
       const bool kept = kind != M_PADDING || mask_keeps(mask + mbo, b * Sk + j, mdt);
+#pragma unroll
       for (int rr = 0; rr < ATTNG_BQ; ++rr) {
         const long ir = i0 + rr;
         float sc = -INFINITY; // weight 0: not visible, padded out, a dead row or a -inf score
@@ -142,7 +150,8 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
     if (mnew > mx) { // one rescale per tile; 0 while nothing was kept (mx = -inf)
       const float c = exp(mx - mnew);
       sum *= c;
-      for (int t = 0; t < ndv; ++t)
+#pragma unroll
+      for (int t = 0; t < ATTNG_NACC; ++t)
         acc[t] *= c;
       mx = mnew;
     }
@@ -151,20 +160,20 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
     for (int jj = 0; jj < n; ++jj) {
       const float p = ps[r * ATTNG_TK + jj];
       __local const float* vr = vs + jj * Dv + lane;
-      for (int t = 0; t < ndv; ++t)
-        acc[t] = fma(p, vr[t * ATTNG_LANES], acc[t]);
+#pragma unroll
+      for (int t = 0; t < ATTNG_NACC; ++t)
+        if (t < ndv)
+          acc[t] = fma(p, vr[t * ATTNG_LANES], acc[t]);
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE); // every NaN flag is written (also when no tile ran)
   if (!live)
     return;
   __global float* orow = out + oo + b * st[9] + i * st[10] + h * st[11];
-  if (nanrow[r]) {
-    for (int t = 0; t < ndv; ++t)
-      orow[lane + t * ATTNG_LANES] = NAN;
-    return;
-  }
+  const bool nan = nanrow[r] != 0;
   const float inv = mx == -INFINITY ? 0.0f : 1.0f / sum;
-  for (int t = 0; t < ndv; ++t)
-    orow[lane + t * ATTNG_LANES] = acc[t] * inv;
+#pragma unroll
+  for (int t = 0; t < ATTNG_NACC; ++t)
+    if (t < ndv)
+      orow[lane + t * ATTNG_LANES] = nan ? NAN : acc[t] * inv;
 }
