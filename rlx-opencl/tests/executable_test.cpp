@@ -88,7 +88,7 @@ TEST(AttentionChoice, TheGpuKernelOnGpuDevicesWhereItFits) {
   EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 1, 64, 49152), P::gpu); // decode steps too
   EXPECT_EQ(path(AttentionKernel::automatic, "cpu", 128, 64, 49152), P::tiled);
   EXPECT_EQ(path(AttentionKernel::automatic, "cpu", 1, 64, 49152), P::rows);
-  // D = Dv = 128 needs ~68 KiB: a 48 KiB GPU falls back to the tiles (24.6 KiB).
+  // D = Dv = 128 needs 70.5 KiB: a 48 KiB GPU falls back to the tiles (24.6 KiB).
   EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 128, 128, 49152), P::tiled);
   EXPECT_EQ(path(AttentionKernel::gpu, "cpu", 3, 64, 49152), P::gpu); // pinned
   EXPECT_EQ(path(AttentionKernel::gpu, "gpu", 3, 128, 49152), P::tiled);
