@@ -24,7 +24,10 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
                     __global const uchar* mask, long mbo, float scale, float softcap,
                     __global const long* meta, long mo, __local float* lm) {
   __global const long* m = meta + mo;
-  const long H = m[1], KVH = m[2], Sq = m[3], Sk = m[4], D = m[5], Dv = m[6];
+  const long H = m[1], KVH = m[2], Sq = m[3], Sk = m[4];
+  // Head dims and every local-memory index in 32 bits (64-bit integer math is slow on a GPU; the
+  // host bounds Dv by 256 and D by the local memory).
+  const int D = (int)m[5], Dv = (int)m[6];
   const int l = get_local_id(0);
   const long bh = get_group_id(1), b = bh / H, h = bh % H, kh = h / (H / KVH);
   const long i0 = get_group_id(0) * ATTNG_BQ;
@@ -45,16 +48,17 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
   if (kind == M_SLIDING)
     glo = max(0L, i0 + shift - window + 1);
 
-  const long Dp = D + 1;
+  const int Dp = D + 1;
   __local float* qs = lm;                    // [ATTNG_BQ][D]
   __local float* ks = qs + ATTNG_BQ * D;     // [ATTNG_TK][D + 1]
   __local float* vs = ks + ATTNG_TK * Dp;    // [ATTNG_TK][Dv]
   __local float* ps = vs + ATTNG_TK * Dv;    // [ATTNG_BQ][ATTNG_TK]: scores, then weights
   __local float* red = ps + ATTNG_BQ * ATTNG_TK; // [ATTNG_WG]: partial maxima / sums
   __local int* nanrow = (__local int*)(red + ATTNG_WG); // [ATTNG_BQ]: a NaN score was seen
-  for (long e = l; e < ATTNG_BQ * D; e += ATTNG_WG) {
-    const long r = e / D, d = e % D;
-    qs[e] = i0 + r < Sq ? q[qo + b * st[0] + (i0 + r) * st[1] + h * st[2] + d] : 0.0f;
+  for (int rr = 0; rr < ATTNG_BQ; ++rr) { // no division per element: rows, then features
+    __global const float* qr = q + qo + b * st[0] + (i0 + rr) * st[1] + h * st[2];
+    for (int d = l; d < D; d += ATTNG_WG)
+      qs[rr * D + d] = i0 + rr < Sq ? qr[d] : 0.0f;
   }
   if (l < ATTNG_BQ)
     nanrow[l] = 0;
@@ -63,7 +67,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
   const int r = l / ATTNG_LANES, lane = l % ATTNG_LANES;
   const long i = i0 + r;
   const bool live = i < Sq;
-  const int ndv = (int)((Dv - lane + ATTNG_LANES - 1) / ATTNG_LANES); // features lane + 8t < Dv
+  const int ndv = (Dv - lane + ATTNG_LANES - 1) / ATTNG_LANES; // features lane + 8t < Dv
   // The accumulator loops run to the constant ATTNG_NACC, fully unrolled with a guard, so that a
   // GPU compiler keeps acc[] in registers (a loop to the run-time ndv would index it dynamically
   // and place it in off-chip private memory).
@@ -76,12 +80,14 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
   for (long t0 = glo; t0 < ghi; t0 += ATTNG_TK) { // the same trip count for every item
     const int n = (int)min((long)ATTNG_TK, ghi - t0);
     barrier(CLK_LOCAL_MEM_FENCE); // the Q block is written; the previous tiles are used
-    for (long e = l; e < n * D; e += ATTNG_WG) {
-      const long jj = e / D, d = e % D;
-      ks[jj * Dp + d] = kb[(t0 + jj) * st[4] + d];
+    for (int jj = 0; jj < n; ++jj) { // no division per element: rows, then features
+      __global const float* kr = kb + (t0 + jj) * st[4];
+      __global const float* vr = vb + (t0 + jj) * st[7];
+      for (int d = l; d < D; d += ATTNG_WG)
+        ks[jj * Dp + d] = kr[d];
+      for (int d = l; d < Dv; d += ATTNG_WG)
+        vs[jj * Dv + d] = vr[d];
     }
-    for (long e = l; e < n * Dv; e += ATTNG_WG)
-      vs[e] = vb[(t0 + e / Dv) * st[7] + e % Dv];
     barrier(CLK_LOCAL_MEM_FENCE);
 
     // Scores: item l takes key j = t0 + l against every row of the block.
@@ -91,7 +97,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
 #pragma unroll
       for (int rr = 0; rr < ATTNG_BQ; ++rr)
         dot[rr] = 0.0f;
-      for (long d = 0; d < D; ++d) {
+      for (int d = 0; d < D; ++d) {
         const float kv = ks[l * Dp + d];
 #pragma unroll
         for (int rr = 0; rr < ATTNG_BQ; ++rr)
