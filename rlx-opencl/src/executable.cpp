@@ -328,14 +328,21 @@ void OpenClExecutable::execute() {
   // The one execution path: every step, in schedule order, on the in-order queue (the device's
   // profiling queue while profiled, with one event per step).
   cl_command_queue q = profiling_ ? profiling_queue(*rt_) : rt_->queue.get();
-  std::vector<cl_event> events;
-  enqueue_steps(q, profiling_ ? &events : nullptr);
+  struct Events { // released however execute() leaves (a failed enqueue or status included)
+    std::vector<cl_event> v;
+    ~Events() {
+      for (cl_event e : v)
+        if (e)
+          clReleaseEvent(e);
+    }
+  } events;
+  enqueue_steps(q, profiling_ ? &events.v : nullptr);
   if (status_labels_.empty())
     check(clFinish(q), "clFinish");
   else
     check_status(q);
   if (profiling_)
-    record_run(events);
+    record_run(events.v);
   // Weights updated in place on the device: where the region also holds their plain bytes (a
   // host executable reads them), those are refreshed from the device, then the other copies.
   for (const std::string& name : updated_)
@@ -409,16 +416,7 @@ double stamp(cl_event e, cl_profiling_info what) {
 }
 } // namespace
 
-void OpenClExecutable::record_run(std::vector<cl_event>& events) {
-  struct Release {
-    std::vector<cl_event>& e;
-    ~Release() {
-      for (cl_event x : e)
-        if (x)
-          clReleaseEvent(x);
-      e.clear();
-    }
-  } release{events};
+void OpenClExecutable::record_run(const std::vector<cl_event>& events) {
   step_ms_.resize(steps_.size());
   std::size_t at = 0;
   for (std::size_t i = 0; i < steps_.size(); ++i) {

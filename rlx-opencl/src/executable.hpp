@@ -117,8 +117,9 @@ private:
   /// Enqueues every step on \p q; with \p events, one profiling event per step (a call step:
   /// a marker before and one after it).
   void enqueue_steps(cl_command_queue q, std::vector<cl_event>* events);
-  /// Adds the device times of one profiled run's \p events (released here) to profile_.
-  void record_run(std::vector<cl_event>& events);
+  /// Adds the device times of one profiled run's \p events (one per step, two per call step)
+  /// to step_ms_.
+  void record_run(const std::vector<cl_event>& events);
   /// Binds Param \p id to the region's device copy of its weight (creating it when new).
   void bind_weight(const ir::Graph& g, ir::NodeId id, int device);
 

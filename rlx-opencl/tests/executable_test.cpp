@@ -231,6 +231,48 @@ TEST(Executable, ListingNamesEveryKernel) {
   }
 }
 
+TEST(Profile, TimesEveryNodeOfTheProfiledRunsOnly) {
+  OpenClBackend be; // automatic: CLBlast (then the epilogue) where built with it, else ours
+  const ir::Graph g = small_graph();
+  auto exe = compile_for(be, g);
+  ir::reference::TensorMap in{{"x", random_f32(ir::Shape::of({64, 64}), 1)}};
+  ir::reference::TensorMap params{{"w", random_f32(ir::Shape::of({64, 64}), 2)},
+                                  {"b", random_f32(ir::Shape::of({64}), 3)}};
+  exe->set_input("x", in["x"]);
+  for (const auto& [name, t] : params)
+    exe->set_param(name, t);
+  exe->execute(); // not profiled
+  EXPECT_EQ(kernel_timings(*exe).runs, 0);
+  EXPECT_TRUE(kernel_timings(*exe).kernels.empty());
+  set_kernel_profiling(*exe, true);
+  for (int i = 0; i < 3; ++i)
+    exe->execute();
+  const ir::Tensor want = ir::reference::evaluate(g, in, params)[0];
+  EXPECT_LT(ir::max_abs_diff(exe->output(0), want), 1e-5); // the profiling queue computes too
+  const KernelTimings kt = kernel_timings(*exe);
+  EXPECT_EQ(kt.runs, 3);
+  ASSERT_EQ(kt.kernels.size(), 2u); // matmul_bias_act, softmax
+  const KernelTiming& mm = kt.kernels[0];
+  const KernelTiming& sm = kt.kernels[1];
+  EXPECT_EQ(mm.op, "matmul_bias_act");
+  EXPECT_EQ(sm.op, "softmax");
+  EXPECT_EQ(sm.kernel, "softmax_f32_k");
+  if (have_clblast()) { // a library call (timed between markers) and its epilogue launch
+    EXPECT_EQ(mm.kernel, "clblast_sgemm");
+    EXPECT_EQ(mm.note, "+ epilogue_f32_k");
+  }
+  EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 64 * 64 * 64);
+  EXPECT_EQ(sm.flops, 0.0);                      // GB/s for the rest
+  EXPECT_DOUBLE_EQ(sm.bytes, 2.0 * 64 * 64 * 4); // its operand and result
+  for (const KernelTiming& k : kt.kernels) {
+    EXPECT_GT(k.median_ms, 0.0) << k.node;
+    EXPECT_GE(k.total_ms, k.median_ms) << k.node;
+  }
+  set_kernel_profiling(*exe, false); // clears, and later runs are not timed
+  exe->execute();
+  EXPECT_EQ(kernel_timings(*exe).runs, 0);
+}
+
 TEST(Executable, IoErrorsAreClear) {
   OpenClBackend be;
   auto exe = compile_for(be, small_graph());
