@@ -148,7 +148,7 @@ constexpr std::int64_t kAttnGpuItems = 64, kAttnGpuRows = 8;
 
 std::size_t attention_gpu_bytes(std::int64_t D, std::int64_t Dv) {
   const std::int64_t floats = kAttnGpuRows * D + kAttnGpuItems * (D + 1) + kAttnGpuItems * Dv +
-                              kAttnGpuRows * kAttnGpuItems + kAttnGpuItems;
+                              kAttnGpuRows * (kAttnGpuItems + 1) + kAttnGpuItems;
   return static_cast<std::size_t>(floats) * sizeof(float) +
          static_cast<std::size_t>(kAttnGpuRows) * sizeof(cl_int);
 }

@@ -79,8 +79,8 @@ TEST(AttentionChoice, TilesFromSixteenQueryRowsWhereTheyFit) {
 
 TEST(AttentionChoice, TheGpuKernelOnGpuDevicesWhereItFits) {
   const std::size_t d64 = attention_gpu_bytes(64, 64);
-  // Q block, K tile padded by one float a row, V tile, scores, reduction slots, NaN flags.
-  EXPECT_EQ(d64, (8u * 64 + 64u * 65 + 64u * 64 + 8u * 64 + 64u) * 4 + 8u * 4);
+  // Q block, K tile and score rows padded by one float, V tile, reduction slots, NaN flags.
+  EXPECT_EQ(d64, (8u * 64 + 64u * 65 + 64u * 64 + 8u * 65 + 64u) * 4 + 8u * 4);
   const auto path = [](AttentionKernel k, const char* type, std::int64_t sq, std::int64_t d,
                        std::int64_t local) { return attention_path(k, type, sq, d, d, local); };
   using P = AttentionPath;
@@ -88,7 +88,7 @@ TEST(AttentionChoice, TheGpuKernelOnGpuDevicesWhereItFits) {
   EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 1, 64, 49152), P::gpu); // decode steps too
   EXPECT_EQ(path(AttentionKernel::automatic, "cpu", 128, 64, 49152), P::tiled);
   EXPECT_EQ(path(AttentionKernel::automatic, "cpu", 1, 64, 49152), P::rows);
-  // D = Dv = 128 needs 70.5 KiB: a 48 KiB GPU falls back to the tiles (24.6 KiB).
+  // D = Dv = 128 needs 70.6 KiB: a 48 KiB GPU falls back to the tiles (24.6 KiB).
   EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 128, 128, 49152), P::tiled);
   EXPECT_EQ(path(AttentionKernel::gpu, "cpu", 3, 64, 49152), P::gpu); // pinned
   EXPECT_EQ(path(AttentionKernel::gpu, "gpu", 3, 128, 49152), P::tiled);

@@ -15,8 +15,9 @@
 #define ATTNG_TK 64
 #define ATTNG_LANES (ATTNG_WG / ATTNG_BQ)
 #define ATTNG_NACC (ATTN_MAX_DV / ATTNG_LANES)
+#define ATTNG_PS (ATTNG_TK + 1) // a score row, padded: the rows a warp reads at once hit other banks
 
-/// lm: local memory of ATTNG_BQ * D + ATTNG_TK * (D + 1) + ATTNG_TK * Dv + ATTNG_BQ * ATTNG_TK
+/// lm: local memory of ATTNG_BQ * D + ATTNG_TK * (D + 1) + ATTNG_TK * Dv + ATTNG_BQ * ATTNG_PS
 /// + ATTNG_WG floats plus ATTNG_BQ ints (set by the host).
 __kernel __attribute__((reqd_work_group_size(ATTNG_WG, 1, 1))) void
 attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, long ko,
@@ -52,8 +53,8 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
   __local float* qs = lm;                    // [ATTNG_BQ][D]
   __local float* ks = qs + ATTNG_BQ * D;     // [ATTNG_TK][D + 1]
   __local float* vs = ks + ATTNG_TK * Dp;    // [ATTNG_TK][Dv]
-  __local float* ps = vs + ATTNG_TK * Dv;    // [ATTNG_BQ][ATTNG_TK]: scores, then weights
-  __local float* red = ps + ATTNG_BQ * ATTNG_TK; // [ATTNG_WG]: partial maxima / sums
+  __local float* ps = vs + ATTNG_TK * Dv;    // [ATTNG_BQ][ATTNG_PS]: scores, then weights
+  __local float* red = ps + ATTNG_BQ * ATTNG_PS; // [ATTNG_WG]: partial maxima / sums
   __local int* nanrow = (__local int*)(red + ATTNG_WG); // [ATTNG_BQ]: a NaN score was seen
   for (int rr = 0; rr < ATTNG_BQ; ++rr) { // no division per element: rows, then features
     __global const float* qr = q + qo + b * st[0] + (i0 + rr) * st[1] + h * st[2];
@@ -124,7 +125,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
             sc = -INFINITY;
           }
         }
-        ps[rr * ATTNG_TK + l] = sc;
+        ps[rr * ATTNG_PS + l] = sc;
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -132,7 +133,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
     // The row's tile max: each lane over every ATTNG_LANES-th score, then across the lanes.
     float pm = -INFINITY;
     for (int jj = lane; jj < n; jj += ATTNG_LANES)
-      pm = fmax(pm, ps[r * ATTNG_TK + jj]);
+      pm = fmax(pm, ps[r * ATTNG_PS + jj]);
     red[l] = pm;
     barrier(CLK_LOCAL_MEM_FENCE);
     float tmax = -INFINITY;
@@ -142,9 +143,9 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
     // Weights against the new max (in place), and the lane's part of their sum.
     float psum = 0.0f;
     for (int jj = lane; jj < n; jj += ATTNG_LANES) {
-      const float s = ps[r * ATTNG_TK + jj];
+      const float s = ps[r * ATTNG_PS + jj];
       const float p = s == -INFINITY ? 0.0f : exp(s - mnew);
-      ps[r * ATTNG_TK + jj] = p;
+      ps[r * ATTNG_PS + jj] = p;
       psum += p;
     }
     barrier(CLK_LOCAL_MEM_FENCE); // every lane read red[] (the maxima) and wrote its weights
@@ -164,7 +165,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
     sum += tsum;
     // P·V: the lane's features of its row.
     for (int jj = 0; jj < n; ++jj) {
-      const float p = ps[r * ATTNG_TK + jj];
+      const float p = ps[r * ATTNG_PS + jj];
       __local const float* vr = vs + jj * Dv + lane;
 #pragma unroll
       for (int t = 0; t < ATTNG_NACC; ++t)
