@@ -155,6 +155,45 @@ TEST(AttentionGpuKernel, NanRowsAndFullyMaskedRowsMatchTheReference) {
   }
 }
 
+TEST(AttentionGpuKernel, WindowsWiderThanATileInBhsdMatchTheReference) {
+  // The conformance table's sliding windows (3, 20) fit in one 64-key tile; here a window of 100
+  // and a causal mask span up to three tiles per row, with Sq != Sk (70 queries aligned to the last
+  // of 150 keys), bhsd, GQA (4 heads on 2), softcap and scale, and Dv = 37 (lanes own 5 or 4
+  // features).
+  for (ir::MaskKind mask : {ir::MaskKind::sliding_window, ir::MaskKind::causal}) {
+    ir::Graph g;
+    ir::Builder b(g);
+    auto q = b.input("q", ir::Shape::of({2, 4, 70, 24}));
+    auto k = b.input("k", ir::Shape::of({2, 2, 150, 24}));
+    auto v = b.input("v", ir::Shape::of({2, 2, 150, 37}));
+    ir::AttentionAttrs a;
+    a.layout = ir::AttnLayout::bhsd;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    a.mask = mask;
+    a.window = mask == ir::MaskKind::sliding_window ? 100 : 0;
+    a.scale = 0.7;
+    a.softcap = 3.0;
+    b.output(b.op(ir::OpKind::Attention, {q, k, v}, a));
+    ir::reference::TensorMap in;
+    unsigned seed = 50;
+    for (ir::NodeId id : g.inputs()) {
+      const std::string& name = g.node(id).attr<ir::LeafAttrs>().name;
+      in[name] = random_f32(g.shape(id), seed++);
+    }
+    OpenClOptions o;
+    o.attention = AttentionKernel::gpu;
+    const OpenClBackend be(o);
+    auto exe = compile_for(be, g);
+    EXPECT_NE(kernel_listing(*exe).find("attention_gpu_f32_k"), std::string::npos);
+    for (const auto& [name, t] : in)
+      exe->set_input(name, t);
+    exe->execute();
+    EXPECT_LT(ir::max_abs_diff(exe->output(0), ir::reference::evaluate(g, in, {})[0]), 1e-5)
+        << "mask " << static_cast<int>(mask);
+  }
+}
+
 TEST(AttentionChoice, APrefillRunsTheTilesAndADecodeStepTheRows) {
   // q [1, S, 4, 16], k / v [1, 40, 2, 16] (GQA, causal): 32 query rows take the tiles, 3 the rows.
   auto graph = [](std::int64_t sq) {
