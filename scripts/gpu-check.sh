@@ -14,15 +14,18 @@
 #       and runs, each step under its own timeout, writing everything under $OUT (8 files at most):
 #         env.txt            nvidia-smi, the OpenCL devices rlx sees, the bundle's programs
 #         conformance.txt    the conformance table on the GPU (every case; GEMM cases again on the
-#                            tiled kernel and CLBlast, attention cases on the local-memory tiles),
-#                            then scripts/anchors/parity.sh --device opencl against PyTorch
+#                            tiled kernel and CLBlast, attention cases on the local-memory tiles
+#                            and on the gpu kernel), then scripts/anchors/parity.sh --device
+#                            opencl against PyTorch
 #         bench.jsonl        `rlx bench --device opencl --json`: bert_base b1 / b8, bert_mini b1 / b8,
-#                            llama b1 (s128), mlp b64 (then the CPU backend there, for reference)
+#                            llama b1 (s128), mlp b64 (then the CPU backend there, for reference);
+#                            then `--profile` lines (a "kernels" array: per-node device time) of
+#                            bert_base b1 and llama b1 on opencl (their tables: end of env.txt)
 #         torch.jsonl        the peer on the same card: PyTorch CUDA, strict fp32 (TF32 off), the
 #                            same models and GEMM shapes (scripts/anchors/gpu_torch_peer.py)
 #         gemm.json          GEMM GFLOP/s: our tiled and rows kernels against CLBlast (and oneDNN on
 #                            the host), anchor shapes plus 1024-row and square products to 4096
-#         attention.json     the rows and tiled attention kernels on the anchor shapes
+#         attention.json     the rows, tiled and gpu attention kernels on the anchor shapes
 #         train.jsonl        `rlx train --device opencl` then cpu: the digits MLP, 100 AdamW steps
 #         summary.txt        one line per step: its exit status and wall time
 #
@@ -179,6 +182,19 @@ step gemm 90 "$bin/rlx_opencl_gemm_bench" --benchmark_min_time=0.05 \
   --benchmark_out="$out/gemm.json" --benchmark_out_format=json >/dev/null 2>>"$out/env.txt"
 step attention 40 "$bin/rlx_opencl_attention_bench" --benchmark_min_time=0.05 \
   --benchmark_out="$out/attention.json" --benchmark_out_format=json >/dev/null 2>>"$out/env.txt"
+
+# Where the GPU's time goes: per-node device time (OpenCL profiling events) of bert_base b1 and
+# llama b1, as JSON lines ("kernels") appended to bench.jsonl and as tables at the end of env.txt.
+for c in bert_base:1 llama:1; do
+  m=${c%%:*} b=${c##*:}
+  # shellcheck disable=SC2086
+  step "profile $m b$b opencl" 30 "$bin/rlx" bench ${flags[$m]} --batch "$b" --device opencl \
+    --runs 20 --warmup 5 --profile --json >>"$out/bench.jsonl" 2>>"$out/env.txt"
+  echo "== rlx bench --profile: $m b$b opencl" >>"$out/env.txt"
+  # shellcheck disable=SC2086
+  step "profile table $m b$b opencl" 30 "$bin/rlx" bench ${flags[$m]} --batch "$b" \
+    --device opencl --runs 20 --warmup 5 --profile >>"$out/env.txt" 2>&1
+done
 
 # Training on the GPU: the digits MLP (data/digits travels with the tree), 100 AdamW steps on
 # each device, the same losses expected (Cli.OpenClTrainsTheDigitsMlpAsTheCpuDoes on pocl).

@@ -1,5 +1,6 @@
-// attention_bench.cpp: the two OpenCL attention kernels (rows: one work-item per query row, K / V
-// from global memory; tiled: 16-row work-groups with Q / K / V tiles in local memory) on the
+// attention_bench.cpp: the three OpenCL attention kernels (rows: one work-item per query row, K / V
+// from global memory; tiled: 16-row work-groups with Q / K / V tiles in local memory; gpu: 64-item
+// work-groups over 8 query rows, the keys and features split over the group) on the
 // anchor workloads' attention shapes, back to back per shape (quote ratios within a shape: the
 // machine may be shared). Each benchmark compiles a one-Attention graph (q, k, v [B, S, H, D],
 // bshd) through the real pipeline and times Executable::execute() (every launch plus the wait).
@@ -69,7 +70,7 @@ void attention(benchmark::State& state, opencl::AttentionKernel k) {
 
 } // namespace
 
-/// Per shape, rows then tiled back to back: bert_base (12 heads of 64) b1 / b8 at s128,
+/// Per shape, rows, tiled and gpu back to back: bert_base (12 heads of 64) b1 / b8 at s128,
 /// bert_mini (4 of 64) b8 s128, a LLaMA-like causal GQA (8 heads, 2 kv heads, 64) s128 / s512.
 int main(int argc, char** argv) {
   const std::vector<std::vector<std::int64_t>> shapes = {{1, 128, 12, 12, 64, 0},
@@ -79,7 +80,8 @@ int main(int argc, char** argv) {
                                                          {1, 512, 8, 2, 64, 1}};
   for (const auto& args : shapes)
     for (auto [name, k] : {std::pair{"rows", opencl::AttentionKernel::rows},
-                           std::pair{"tiled", opencl::AttentionKernel::tiled}})
+                           std::pair{"tiled", opencl::AttentionKernel::tiled},
+                           std::pair{"gpu", opencl::AttentionKernel::gpu}})
       benchmark::RegisterBenchmark(name, [k](benchmark::State& st) { attention(st, k); })
           ->Args(args)
           ->Unit(benchmark::kMillisecond)

@@ -85,6 +85,14 @@ std::string kernel_listing(const compile::Executable& exe) {
   return as_opencl(exe, "kernel_listing")->listing();
 }
 
+void set_kernel_profiling(compile::Executable& exe, bool on) {
+  const_cast<OpenClExecutable*>(as_opencl(exe, "set_kernel_profiling"))->set_profiling(on);
+}
+
+KernelTimings kernel_timings(const compile::Executable& exe) {
+  return as_opencl(exe, "kernel_timings")->timings();
+}
+
 int arena_buffer_count(const compile::Executable& exe) {
   return as_opencl(exe, "arena_buffer_count")->buffer_count();
 }

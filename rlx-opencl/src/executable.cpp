@@ -3,6 +3,7 @@
 #include "executable.hpp"
 
 #include "lower.hpp"
+#include "rlx/compile/cost_model.hpp"
 #include "rlx/compile/lir_check.hpp"
 #include "rlx/compile/memory_plan.hpp"
 #include "rlx/ir/error.hpp"
@@ -205,6 +206,8 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
       s.copy_dst = loc(g, id);
       s.copy_bytes = n.shape.bytes();
       s.label = "%" + std::to_string(id.v) + " " + std::string(ir::op_name(n.op)) + " [copy]";
+      s.node = id.v;
+      s.what = "copy";
       steps_.push_back(std::move(s));
       continue;
     }
@@ -224,6 +227,19 @@ OpenClExecutable::OpenClExecutable(const ir::Module& lir, std::shared_ptr<Device
 
   for (ir::NodeId o : g.outputs())
     outputs_.push_back({g.shape(o), g.shape(o).bytes() > 0 ? loc(g, o) : Loc{}});
+  // The profile's rates, as the CPU's table gives them: GFLOP/s for the products and attention,
+  // GB/s of operands and result for the rest (a copy moves its bytes twice: read and write).
+  for (const compile::KernelWork& w : compile::kernel_work(lir)) {
+    const ir::OpKind op = g.node(w.node).op;
+    const bool product = op == ir::OpKind::MatMul || op == ir::OpKind::MatMulBiasAct ||
+                         op == ir::OpKind::SwiGluMatMul || op == ir::OpKind::Attention;
+    work_[w.node.v] = {product ? w.flops : 0.0, w.bytes};
+  }
+  for (const Step& s : steps_) {
+    op_names_[s.node] = std::string(ir::op_name(g.node(ir::NodeId{s.node}).op));
+    if (!s.kernel && !s.call)
+      work_[s.node] = {0.0, 2.0 * static_cast<double>(s.copy_bytes)};
+  }
   plan_ = nullptr;
   guard.armed = false;
 }
@@ -309,30 +325,24 @@ void OpenClExecutable::execute() {
       if (!leaf.set && !(leaves == &params_ && weights_ && weights_->is_set(name)))
         throw Error(std::string("execute: ") + (leaves == &inputs_ ? "input" : "param") + " '" +
                     name + "' was never set");
-  cl_command_queue q = rt_->queue.get();
-  // The one execution path: every step, in schedule order, on the in-order queue.
-  for (const Step& s : steps_) {
-    if (s.call) {
-      s.call(q);
-      continue;
+  // The one execution path: every step, in schedule order, on the in-order queue (the device's
+  // profiling queue while profiled, with one event per step).
+  cl_command_queue q = profiling_ ? profiling_queue(*rt_) : rt_->queue.get();
+  struct Events { // released however execute() leaves (a failed enqueue or status included)
+    std::vector<cl_event> v;
+    ~Events() {
+      for (cl_event e : v)
+        if (e)
+          clReleaseEvent(e);
     }
-    if (!s.kernel) {
-      check(clEnqueueCopyBuffer(q, s.copy_src.mem, s.copy_dst.mem,
-                                static_cast<std::size_t>(s.copy_src.offset),
-                                static_cast<std::size_t>(s.copy_dst.offset),
-                                static_cast<std::size_t>(s.copy_bytes), 0, nullptr, nullptr),
-            s.label);
-      continue;
-    }
-    const bool local = s.local[0] != 0;
-    check(clEnqueueNDRangeKernel(q, s.kernel.get(), s.dims, nullptr, s.global,
-                                 local ? s.local : nullptr, 0, nullptr, nullptr),
-          s.label);
-  }
+  } events;
+  enqueue_steps(q, profiling_ ? &events.v : nullptr);
   if (status_labels_.empty())
     check(clFinish(q), "clFinish");
   else
-    check_status();
+    check_status(q);
+  if (profiling_)
+    record_run(events.v);
   // Weights updated in place on the device: where the region also holds their plain bytes (a
   // host executable reads them), those are refreshed from the device, then the other copies.
   for (const std::string& name : updated_)
@@ -347,8 +357,7 @@ void OpenClExecutable::execute() {
     }
 }
 
-void OpenClExecutable::check_status() {
-  cl_command_queue q = rt_->queue.get();
+void OpenClExecutable::check_status(cl_command_queue q) {
   // Kernels that can fail report through the status word: one small read, which also waits.
   cl_int status[2] = {0, 0};
   check(
@@ -365,6 +374,109 @@ void OpenClExecutable::check_status() {
             : std::string("a kernel");
     throw Error("execute: " + who + ": an index is out of range");
   }
+}
+
+void OpenClExecutable::enqueue_steps(cl_command_queue q, std::vector<cl_event>* events) {
+  const auto ev = [&]() -> cl_event* {
+    if (!events)
+      return nullptr;
+    events->push_back(nullptr);
+    return &events->back();
+  };
+  for (const Step& s : steps_) {
+    if (s.call) {
+      if (events)
+        check(clEnqueueMarkerWithWaitList(q, 0, nullptr, ev()), "clEnqueueMarkerWithWaitList");
+      s.call(q);
+      if (events)
+        check(clEnqueueMarkerWithWaitList(q, 0, nullptr, ev()), "clEnqueueMarkerWithWaitList");
+      continue;
+    }
+    if (!s.kernel) {
+      check(clEnqueueCopyBuffer(q, s.copy_src.mem, s.copy_dst.mem,
+                                static_cast<std::size_t>(s.copy_src.offset),
+                                static_cast<std::size_t>(s.copy_dst.offset),
+                                static_cast<std::size_t>(s.copy_bytes), 0, nullptr, ev()),
+            s.label);
+      continue;
+    }
+    const bool local = s.local[0] != 0;
+    check(clEnqueueNDRangeKernel(q, s.kernel.get(), s.dims, nullptr, s.global,
+                                 local ? s.local : nullptr, 0, nullptr, ev()),
+          s.label);
+  }
+}
+
+namespace {
+/// A profiling timestamp (ns) of event \p e.
+double stamp(cl_event e, cl_profiling_info what) {
+  cl_ulong t = 0;
+  check(clGetEventProfilingInfo(e, what, sizeof t, &t, nullptr), "clGetEventProfilingInfo");
+  return static_cast<double>(t);
+}
+} // namespace
+
+void OpenClExecutable::record_run(const std::vector<cl_event>& events) {
+  step_ms_.resize(steps_.size());
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    double ns = 0;
+    if (steps_[i].call) { // between the markers' ends: the library's commands in between
+      ns = stamp(events[at + 1], CL_PROFILING_COMMAND_END) -
+           stamp(events[at], CL_PROFILING_COMMAND_END);
+      at += 2;
+    } else {
+      ns = stamp(events[at], CL_PROFILING_COMMAND_END) -
+           stamp(events[at], CL_PROFILING_COMMAND_START);
+      at += 1;
+    }
+    step_ms_[i].push_back(std::max(ns, 0.0) * 1e-6);
+  }
+  ++profiled_runs_;
+}
+
+void OpenClExecutable::set_profiling(bool on) {
+  if (on)
+    profiling_queue(*rt_); // created now, not inside the first timed run
+  profiling_ = on;
+  profiled_runs_ = 0;
+  step_ms_.clear();
+}
+
+KernelTimings OpenClExecutable::timings() const {
+  KernelTimings out;
+  out.runs = profiled_runs_;
+  if (profiled_runs_ == 0)
+    return out;
+  // A node's steps are consecutive (lowered together): one row per node, its steps' times
+  // summed per run, then the median over the runs.
+  for (std::size_t i = 0; i < steps_.size();) {
+    std::size_t e = i + 1;
+    while (e < steps_.size() && steps_[e].node == steps_[i].node)
+      ++e;
+    KernelTiming k;
+    k.node = "%" + std::to_string(steps_[i].node);
+    k.op = op_names_.at(steps_[i].node);
+    k.kernel = steps_[i].what;
+    for (std::size_t j = i + 1; j < e; ++j)
+      k.note += (j == i + 1 ? "+ " : ", ") + steps_[j].what;
+    std::vector<double> per_run(static_cast<std::size_t>(profiled_runs_), 0.0);
+    for (std::size_t j = i; j < e; ++j)
+      for (std::size_t r = 0; r < per_run.size(); ++r)
+        per_run[r] += step_ms_[j][r];
+    for (double t : per_run)
+      k.total_ms += t;
+    std::sort(per_run.begin(), per_run.end());
+    const std::size_t n = per_run.size();
+    k.median_ms = n % 2 ? per_run[n / 2] : 0.5 * (per_run[n / 2 - 1] + per_run[n / 2]);
+    if (auto w = work_.find(steps_[i].node); w != work_.end()) {
+      k.flops = w->second.first;
+      k.bytes = w->second.second;
+    }
+    out.kernels.push_back(std::move(k));
+    i = e;
+  }
+  return out;
 }
 
 ir::Tensor OpenClExecutable::output(std::size_t index) const {

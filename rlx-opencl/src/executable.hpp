@@ -35,6 +35,8 @@ struct Step {
   /// A library call that enqueues its own work on the queue (CLBlast), when set.
   std::function<void(cl_command_queue)> call;
   std::string label;
+  std::uint32_t node = 0; ///< the node it computes (its id)
+  std::string what;       ///< the kernel's name, "clblast_sgemm" or "copy" (for the profile)
 };
 
 /// The kernel choices of the backend's options a compile follows.
@@ -78,6 +80,11 @@ public:
 
   /// One line per step (see kernel_listing()).
   std::string listing() const;
+  /// Starts (\p on) or stops timing every step of the runs on the device's profiling queue;
+  /// clears the times (see set_kernel_profiling()).
+  void set_profiling(bool on);
+  /// Per node, its steps' device time over the profiled runs (see kernel_timings()).
+  KernelTimings timings() const;
   /// The number of arena buffers.
   int buffer_count() const { return static_cast<int>(chunks_.size()); }
 
@@ -105,8 +112,14 @@ private:
   void upload(std::map<std::string, Leaf>& leaves, const char* what, const std::string& name,
               const ir::Tensor& value);
 
-  /// Waits for the queue by reading the status word; throws Error naming the failing node.
-  void check_status();
+  /// Waits for queue \p q by reading the status word; throws Error naming the failing node.
+  void check_status(cl_command_queue q);
+  /// Enqueues every step on \p q; with \p events, one profiling event per step (a call step:
+  /// a marker before and one after it).
+  void enqueue_steps(cl_command_queue q, std::vector<cl_event>* events);
+  /// Adds the device times of one profiled run's \p events (one per step, two per call step)
+  /// to step_ms_.
+  void record_run(const std::vector<cl_event>& events);
   /// Binds Param \p id to the region's device copy of its weight (creating it when new).
   void bind_weight(const ir::Graph& g, ir::NodeId id, int device);
 
@@ -124,6 +137,12 @@ private:
   std::map<std::string, Leaf> inputs_, params_;
   std::vector<Output> outputs_;
   std::vector<Step> steps_;
+  /// Work of each computing node (compile::kernel_work), by node id, for the profile's rates.
+  std::map<std::uint32_t, std::pair<double, double>> work_; ///< flops, bytes
+  std::map<std::uint32_t, std::string> op_names_;
+  bool profiling_ = false;
+  int profiled_runs_ = 0;
+  std::vector<std::vector<double>> step_ms_; ///< per step, its device ms in each profiled run
 };
 
 } // namespace rlx::opencl

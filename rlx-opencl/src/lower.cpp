@@ -127,6 +127,7 @@ bool attention_tiled(AttentionKernel k, std::int64_t Sq, std::size_t tile_bytes,
   case AttentionKernel::rows:
     return false;
   case AttentionKernel::tiled:
+  case AttentionKernel::gpu: // pinned gpu where its local memory does not fit: pinned tiled
     return fits;
   case AttentionKernel::automatic:
     break;
@@ -138,6 +139,32 @@ bool attention_tiled(AttentionKernel k, std::int64_t Sq, std::size_t tile_bytes,
   // short query blocks) keep the rows kernel. The device type does not enter the rule yet (a GPU
   // measurement may make it).
   return fits && Sq >= kAttnTileRows;
+}
+
+namespace {
+/// attention_gpu.cl's ATTNG_WG (work-group items, = ATTNG_TK keys a tile) and ATTNG_BQ (rows).
+constexpr std::int64_t kAttnGpuItems = 64, kAttnGpuRows = 8;
+} // namespace
+
+std::size_t attention_gpu_bytes(std::int64_t D, std::int64_t Dv) {
+  const std::int64_t floats = kAttnGpuRows * D + kAttnGpuItems * (D + 1) + kAttnGpuItems * Dv +
+                              kAttnGpuRows * (kAttnGpuItems + 1) + kAttnGpuItems;
+  return static_cast<std::size_t>(floats) * sizeof(float) +
+         static_cast<std::size_t>(kAttnGpuRows) * sizeof(cl_int);
+}
+
+AttentionPath attention_path(AttentionKernel k, const std::string& device_type, std::int64_t Sq,
+                             std::int64_t D, std::int64_t Dv, std::int64_t local_memory) {
+  // On a GPU the rows and tiled kernels launch one item per query row (~1.5k items for BERT-base
+  // b1 s128 on 132 compute units), each walking every key and feature serially: the NVIDIA H200
+  // took 0.45 ms for that shape (DESIGN.md, "Measured on an NVIDIA H200"). The gpu kernel splits
+  // each row's keys and features over a work-group, for every query count (decode steps too).
+  const bool want_gpu =
+      k == AttentionKernel::gpu || (k == AttentionKernel::automatic && device_type == "gpu");
+  if (want_gpu && static_cast<std::int64_t>(attention_gpu_bytes(D, Dv)) <= local_memory)
+    return AttentionPath::gpu;
+  return attention_tiled(k, Sq, attention_tile_bytes(D, Dv), local_memory) ? AttentionPath::tiled
+                                                                           : AttentionPath::rows;
 }
 
 int unary_code(K op) {
@@ -753,10 +780,11 @@ void lower_attention(Lowerer& L) {
     throw Error("rlx-opencl: " + ir::describe(g, L.node()) +
                 ": the default scale 1/sqrt(D) needs head_dim D > 0");
   const double scale = a.scale.value_or(1.0 / std::sqrt(static_cast<double>(D)));
-  const std::size_t tile_bytes = attention_tile_bytes(D, Dv);
-  const bool tiled =
-      attention_tiled(L.attention(), Sq, tile_bytes, L.runtime().device.info.local_memory);
-  Step& s = L.launch(tiled ? "attention_tiled_f32_k" : "attention_f32_k");
+  const AttentionPath path = attention_path(L.attention(), L.runtime().device.info.type, Sq, D, Dv,
+                                            L.runtime().device.info.local_memory);
+  Step& s = L.launch(path == AttentionPath::gpu     ? "attention_gpu_f32_k"
+                     : path == AttentionPath::tiled ? "attention_tiled_f32_k"
+                                                    : "attention_f32_k");
   for (std::size_t i = 0; i < 3; ++i)
     L.tensor(n.inputs[i], 4);
   L.tensor(L.node(), 4);
@@ -764,15 +792,17 @@ void lower_attention(Lowerer& L) {
   L.arg<cl_float>(static_cast<float>(scale));
   L.arg<cl_float>(a.softcap ? static_cast<float>(*a.softcap) : 0.0f);
   L.meta(meta);
-  if (!tiled) {
+  if (path == AttentionPath::rows) {
     L.range1(B * H * Sq, 32);
     return;
   }
-  L.local_arg(tile_bytes);
+  const bool gpu = path == AttentionPath::gpu;
+  const std::int64_t rows = gpu ? kAttnGpuRows : kAttnTileRows;
+  L.local_arg(gpu ? attention_gpu_bytes(D, Dv) : attention_tile_bytes(D, Dv));
   s.dims = 2;
-  s.global[0] = static_cast<std::size_t>((Sq + kAttnTileRows - 1) / kAttnTileRows * kAttnTileRows);
+  s.global[0] = static_cast<std::size_t>((Sq + rows - 1) / rows * (gpu ? kAttnGpuItems : rows));
   s.global[1] = static_cast<std::size_t>(B * H);
-  s.local[0] = static_cast<std::size_t>(kAttnTileRows);
+  s.local[0] = static_cast<std::size_t>(gpu ? kAttnGpuItems : rows);
   s.local[1] = 1;
 }
 
@@ -822,6 +852,8 @@ Step& Lowerer::launch(const char* name, cl_program program) {
   s.kernel = Kernel(clCreateKernel(program ? program : program_, name, &err));
   check(err, std::string("clCreateKernel ") + name);
   s.label = "%" + std::to_string(id_.v) + " " + std::string(ir::op_name(n.op)) + " [" + name + "]";
+  s.node = id_.v;
+  s.what = name;
   steps_.push_back(std::move(s));
   next_arg_ = 0;
   return steps_.back();
@@ -832,6 +864,9 @@ Step& Lowerer::call(std::function<void(cl_command_queue)> fn, const std::string&
   s.call = std::move(fn);
   s.label = "%" + std::to_string(id_.v) + " " + std::string(ir::op_name(g_.node(id_).op)) + " [" +
             what + "]";
+  s.node = id_.v;
+  s.what = what.substr(0, what.find(' ', what.find(' ') + 1)); // "clblast sgemm"
+  std::replace(s.what.begin(), s.what.end(), ' ', '_');
   steps_.push_back(std::move(s));
   return steps_.back();
 }

@@ -106,6 +106,16 @@ std::size_t attention_tile_bytes(std::int64_t D, std::int64_t Dv);
 /// else attention_f32_k. (The measurements behind it: DESIGN.md, "Attention".)
 bool attention_tiled(AttentionKernel k, std::int64_t Sq, std::size_t tile_bytes,
                      std::int64_t local_memory);
+/// The attention kernel a launch runs.
+enum class AttentionPath : std::uint8_t { rows, tiled, gpu };
+/// Local memory of attention_gpu_f32_k's blocks and tiles for head dims \p D and \p Dv.
+std::size_t attention_gpu_bytes(std::int64_t D, std::int64_t Dv);
+/// The attention kernel of Attention with \p Sq query rows and head dims \p D, \p Dv under the
+/// backend's choice \p k on a device of type \p device_type ("gpu", "cpu", ...) with
+/// \p local_memory bytes: gpu where asked for (or automatic on a GPU) and its local memory fits,
+/// else attention_tiled()'s rule (pinned gpu counts as pinned tiled there).
+AttentionPath attention_path(AttentionKernel k, const std::string& device_type, std::int64_t Sq,
+                             std::int64_t D, std::int64_t Dv, std::int64_t local_memory);
 
 /// Which kernel runs one product.
 enum class GemmPath : std::uint8_t { rows, tiled, clblast };

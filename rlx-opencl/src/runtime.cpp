@@ -39,6 +39,17 @@ cl_program generated_program(DeviceRuntime& rt, const std::string& kernels) {
   return it->second.get();
 }
 
+cl_command_queue profiling_queue(DeviceRuntime& rt) {
+  std::lock_guard<std::mutex> lock(rt.profiling_mutex);
+  if (!rt.profiling_queue) {
+    cl_int err = CL_SUCCESS;
+    rt.profiling_queue = Queue(
+        clCreateCommandQueue(rt.context.get(), rt.device.id, CL_QUEUE_PROFILING_ENABLE, &err));
+    check(err, "clCreateCommandQueue (profiling) on " + rt.device.info.name);
+  }
+  return rt.profiling_queue.get();
+}
+
 std::shared_ptr<DeviceRuntime> open_device(int index, const std::string& cache_dir) {
   static std::mutex mutex;
   static std::map<int, std::shared_ptr<DeviceRuntime>> opened;

@@ -22,9 +22,15 @@ struct DeviceRuntime {
   Program program;
   ProgramOrigin origin = ProgramOrigin::source;
   std::string cache_dir; ///< the program cache folder ("" = none)
+  std::mutex profiling_mutex;
+  Queue profiling_queue; ///< in order, CL_QUEUE_PROFILING_ENABLE; made when first profiled
   std::mutex generated_mutex;
   std::map<std::string, Program> generated; ///< generated programs by their source
 };
+
+/// The device's profiling queue (an in-order queue with CL_QUEUE_PROFILING_ENABLE), created on
+/// first use: profiled runs go there so that the plain queue never pays for timestamps.
+cl_command_queue profiling_queue(DeviceRuntime& rt);
 
 /// The build options of the kernel program.
 const std::string& program_options();

@@ -108,4 +108,18 @@ TEST_P(OpenClTiledAttentionConformance, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(OpenClTiledAttention, OpenClTiledAttentionConformance,
                          testing::ValuesIn(attention_cases()), case_name);
 
+/// The same cases on the GPU-shaped kernel pinned (the automatic choice takes it on GPU devices
+/// only; pocl is a CPU device).
+class OpenClGpuAttentionConformance : public testing::TestWithParam<std::size_t> {};
+TEST_P(OpenClGpuAttentionConformance, MatchesReference) {
+  static const rlx::opencl::OpenClBackend gpu = [] {
+    rlx::opencl::OpenClOptions o;
+    o.attention = rlx::opencl::AttentionKernel::gpu;
+    return rlx::opencl::OpenClBackend(o);
+  }();
+  check(gpu, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(OpenClGpuAttention, OpenClGpuAttentionConformance,
+                         testing::ValuesIn(attention_cases()), case_name);
+
 } // namespace

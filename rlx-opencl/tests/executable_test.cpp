@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -74,6 +75,123 @@ TEST(AttentionChoice, TilesFromSixteenQueryRowsWhereTheyFit) {
   EXPECT_FALSE(attention_tiled(AttentionKernel::tiled, 128, d256, 32768));
   EXPECT_TRUE(attention_tiled(AttentionKernel::tiled, 1, d64, 65536));
   EXPECT_FALSE(attention_tiled(AttentionKernel::rows, 128, d64, 65536));
+}
+
+TEST(AttentionChoice, TheGpuKernelOnGpuDevicesWhereItFits) {
+  const std::size_t d64 = attention_gpu_bytes(64, 64);
+  // Q block, K tile and score rows padded by one float, V tile, reduction slots, NaN flags.
+  EXPECT_EQ(d64, (8u * 64 + 64u * 65 + 64u * 64 + 8u * 65 + 64u) * 4 + 8u * 4);
+  const auto path = [](AttentionKernel k, const char* type, std::int64_t sq, std::int64_t d,
+                       std::int64_t local) { return attention_path(k, type, sq, d, d, local); };
+  using P = AttentionPath;
+  EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 128, 64, 49152), P::gpu);
+  EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 1, 64, 49152), P::gpu); // decode steps too
+  EXPECT_EQ(path(AttentionKernel::automatic, "cpu", 128, 64, 49152), P::tiled);
+  EXPECT_EQ(path(AttentionKernel::automatic, "cpu", 1, 64, 49152), P::rows);
+  // D = Dv = 128 needs 70.6 KiB: a 48 KiB GPU falls back to the tiles (24.6 KiB).
+  EXPECT_EQ(path(AttentionKernel::automatic, "gpu", 128, 128, 49152), P::tiled);
+  EXPECT_EQ(path(AttentionKernel::gpu, "cpu", 3, 64, 49152), P::gpu); // pinned
+  EXPECT_EQ(path(AttentionKernel::gpu, "gpu", 3, 128, 49152), P::tiled);
+  EXPECT_EQ(path(AttentionKernel::gpu, "gpu", 3, 256, 49152), P::rows);
+  EXPECT_EQ(path(AttentionKernel::tiled, "gpu", 128, 64, 49152), P::tiled);
+  EXPECT_EQ(path(AttentionKernel::rows, "gpu", 128, 64, 49152), P::rows);
+}
+
+TEST(AttentionGpuKernel, NanRowsAndFullyMaskedRowsMatchTheReference) {
+  // q [1, 20, 2, 8] against k / v [1, 70, 2, 8] with an additive bias: row 3's bias is -inf for
+  // every key (a row of weight 0: the reference gives 0), row 5 of head 1 has a NaN query (the
+  // reference gives a NaN row), row 9's bias is -inf for every key of the second tile only.
+  // 20 rows are three 8-row blocks (the last partial), 70 keys two 64-key tiles (the last
+  // partial). The gpu kernel pinned, the tiles and the rows kernel must all give the reference.
+  ir::Graph g;
+  ir::Builder b(g);
+  auto q = b.input("q", ir::Shape::of({1, 20, 2, 8}));
+  auto k = b.input("k", ir::Shape::of({1, 70, 2, 8}));
+  auto v = b.input("v", ir::Shape::of({1, 70, 2, 8}));
+  auto bias = b.input("bias", ir::Shape::of({1, 2, 20, 70}));
+  ir::AttentionAttrs a;
+  a.num_heads = 2;
+  a.num_kv_heads = 2;
+  a.mask = ir::MaskKind::bias;
+  b.output(b.op(ir::OpKind::Attention, {q, k, v, bias}, a));
+  ir::reference::TensorMap in;
+  unsigned seed = 30;
+  for (ir::NodeId id : g.inputs()) {
+    const std::string& name = g.node(id).attr<ir::LeafAttrs>().name;
+    in[name] = random_f32(g.shape(id), seed++);
+  }
+  ir::Tensor& bt = in["bias"];
+  for (std::int64_t h = 0; h < 2; ++h)
+    for (std::int64_t j = 0; j < 70; ++j) {
+      bt.set_f64((h * 20 + 3) * 70 + j, -INFINITY);
+      if (j >= 64)
+        bt.set_f64((h * 20 + 9) * 70 + j, -INFINITY);
+    }
+  in["q"].set_f64((5 * 2 + 1) * 8 + 0, NAN);
+  const ir::Tensor want = ir::reference::evaluate(g, in, {})[0];
+  ASSERT_TRUE(std::isnan(want.get_f64((5 * 2 + 1) * 8 + 3)));
+  ASSERT_EQ(want.get_f64((3 * 2 + 0) * 8 + 3), 0.0);
+  for (AttentionKernel kind :
+       {AttentionKernel::gpu, AttentionKernel::tiled, AttentionKernel::rows}) {
+    OpenClOptions o;
+    o.attention = kind;
+    const OpenClBackend be(o);
+    auto exe = compile_for(be, g);
+    if (kind == AttentionKernel::gpu) {
+      EXPECT_NE(kernel_listing(*exe).find("attention_gpu_f32_k"), std::string::npos);
+    }
+    for (const auto& [name, t] : in)
+      exe->set_input(name, t);
+    exe->execute();
+    const ir::Tensor got = exe->output(0);
+    int bad = 0;
+    for (std::int64_t i = 0; i < want.numel(); ++i) {
+      const double x = got.get_f64(i), y = want.get_f64(i);
+      const bool ok = std::isnan(y) ? std::isnan(x) : std::abs(x - y) <= 1e-5;
+      if (!ok && bad++ < 5)
+        ADD_FAILURE() << "kernel " << static_cast<int>(kind) << " element " << i << ": " << x
+                      << " against " << y;
+    }
+  }
+}
+
+TEST(AttentionGpuKernel, WindowsWiderThanATileInBhsdMatchTheReference) {
+  // The conformance table's sliding windows (3, 20) fit in one 64-key tile; here a window of 100
+  // and a causal mask span up to three tiles per row, with Sq != Sk (70 queries aligned to the last
+  // of 150 keys), bhsd, GQA (4 heads on 2), softcap and scale, and Dv = 37 (lanes own 5 or 4
+  // features).
+  for (ir::MaskKind mask : {ir::MaskKind::sliding_window, ir::MaskKind::causal}) {
+    ir::Graph g;
+    ir::Builder b(g);
+    auto q = b.input("q", ir::Shape::of({2, 4, 70, 24}));
+    auto k = b.input("k", ir::Shape::of({2, 2, 150, 24}));
+    auto v = b.input("v", ir::Shape::of({2, 2, 150, 37}));
+    ir::AttentionAttrs a;
+    a.layout = ir::AttnLayout::bhsd;
+    a.num_heads = 4;
+    a.num_kv_heads = 2;
+    a.mask = mask;
+    a.window = mask == ir::MaskKind::sliding_window ? 100 : 0;
+    a.scale = 0.7;
+    a.softcap = 3.0;
+    b.output(b.op(ir::OpKind::Attention, {q, k, v}, a));
+    ir::reference::TensorMap in;
+    unsigned seed = 50;
+    for (ir::NodeId id : g.inputs()) {
+      const std::string& name = g.node(id).attr<ir::LeafAttrs>().name;
+      in[name] = random_f32(g.shape(id), seed++);
+    }
+    OpenClOptions o;
+    o.attention = AttentionKernel::gpu;
+    const OpenClBackend be(o);
+    auto exe = compile_for(be, g);
+    EXPECT_NE(kernel_listing(*exe).find("attention_gpu_f32_k"), std::string::npos);
+    for (const auto& [name, t] : in)
+      exe->set_input(name, t);
+    exe->execute();
+    EXPECT_LT(ir::max_abs_diff(exe->output(0), ir::reference::evaluate(g, in, {})[0]), 1e-5)
+        << "mask " << static_cast<int>(mask);
+  }
 }
 
 TEST(AttentionChoice, APrefillRunsTheTilesAndADecodeStepTheRows) {
@@ -150,6 +268,48 @@ TEST(Executable, ListingNamesEveryKernel) {
     for (const char* k : {"[clblast sgemm 64x64x64]", "[epilogue_f32_k]"})
       EXPECT_NE(la.find(k), std::string::npos) << la;
   }
+}
+
+TEST(Profile, TimesEveryNodeOfTheProfiledRunsOnly) {
+  OpenClBackend be; // automatic: CLBlast (then the epilogue) where built with it, else ours
+  const ir::Graph g = small_graph();
+  auto exe = compile_for(be, g);
+  ir::reference::TensorMap in{{"x", random_f32(ir::Shape::of({64, 64}), 1)}};
+  ir::reference::TensorMap params{{"w", random_f32(ir::Shape::of({64, 64}), 2)},
+                                  {"b", random_f32(ir::Shape::of({64}), 3)}};
+  exe->set_input("x", in["x"]);
+  for (const auto& [name, t] : params)
+    exe->set_param(name, t);
+  exe->execute(); // not profiled
+  EXPECT_EQ(kernel_timings(*exe).runs, 0);
+  EXPECT_TRUE(kernel_timings(*exe).kernels.empty());
+  set_kernel_profiling(*exe, true);
+  for (int i = 0; i < 3; ++i)
+    exe->execute();
+  const ir::Tensor want = ir::reference::evaluate(g, in, params)[0];
+  EXPECT_LT(ir::max_abs_diff(exe->output(0), want), 1e-5); // the profiling queue computes too
+  const KernelTimings kt = kernel_timings(*exe);
+  EXPECT_EQ(kt.runs, 3);
+  ASSERT_EQ(kt.kernels.size(), 2u); // matmul_bias_act, softmax
+  const KernelTiming& mm = kt.kernels[0];
+  const KernelTiming& sm = kt.kernels[1];
+  EXPECT_EQ(mm.op, "matmul_bias_act");
+  EXPECT_EQ(sm.op, "softmax");
+  EXPECT_EQ(sm.kernel, "softmax_f32_k");
+  if (have_clblast()) { // a library call (timed between markers) and its epilogue launch
+    EXPECT_EQ(mm.kernel, "clblast_sgemm");
+    EXPECT_EQ(mm.note, "+ epilogue_f32_k");
+  }
+  EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 64 * 64 * 64);
+  EXPECT_EQ(sm.flops, 0.0);                      // GB/s for the rest
+  EXPECT_DOUBLE_EQ(sm.bytes, 2.0 * 64 * 64 * 4); // its operand and result
+  for (const KernelTiming& k : kt.kernels) {
+    EXPECT_GT(k.median_ms, 0.0) << k.node;
+    EXPECT_GE(k.total_ms, k.median_ms) << k.node;
+  }
+  set_kernel_profiling(*exe, false); // clears, and later runs are not timed
+  exe->execute();
+  EXPECT_EQ(kernel_timings(*exe).runs, 0);
 }
 
 TEST(Executable, IoErrorsAreClear) {

@@ -4,6 +4,9 @@
 #include "report.hpp"
 
 #include "rlx/cpu/backend.hpp"
+#ifdef RLX_HAS_OPENCL
+#include "rlx/opencl/backend.hpp"
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -34,28 +37,45 @@ double sum_of_medians(const cpu::KernelTimings& kt) {
   return total;
 }
 
-/// The per-kernel table, slowest first: median ms, share of the summed medians, rate, provider.
+/// The per-kernel table, slowest first: median ms, share of the summed medians, rate, provider
+/// (on OpenCL: the node's first kernel; its column widens to the longest name).
 void print_profile(std::ostream& out, const cpu::KernelTimings& kt) {
   const double total = sum_of_medians(kt);
   std::vector<const cpu::KernelTiming*> order;
-  for (const auto& k : kt.kernels)
+  int width = 10;
+  for (const auto& k : kt.kernels) {
     order.push_back(&k);
+    width = std::max(width, static_cast<int>(k.provider.size()));
+  }
   std::stable_sort(order.begin(), order.end(),
                    [](const auto* a, const auto* b) { return a->median_ms > b->median_ms; });
-  char line[160];
+  char line[256];
   std::snprintf(line, sizeof line, "kernels:  %zu records over %d runs, summed medians %.3f ms\n",
                 kt.kernels.size(), kt.runs, total);
   out << line;
-  std::snprintf(line, sizeof line, "  %-6s %-22s %-10s %9s %6s %16s\n", "node", "op", "provider",
-                "median ms", "%", "rate");
+  std::snprintf(line, sizeof line, "  %-6s %-22s %-*s %9s %6s %16s\n", "node", "op", width,
+                "provider", "median ms", "%", "rate");
   out << line;
   for (const auto* k : order) {
-    std::snprintf(line, sizeof line, "  %-6s %-22s %-10s %9.4f %6.1f %16s", k->node.c_str(),
-                  k->op.c_str(), k->provider.c_str(), k->median_ms,
+    std::snprintf(line, sizeof line, "  %-6s %-22s %-*s %9.4f %6.1f %16s", k->node.c_str(),
+                  k->op.c_str(), width, k->provider.c_str(), k->median_ms,
                   total > 0 ? 100 * k->median_ms / total : 0.0, rate_of(*k).c_str());
     out << line << (k->note.empty() ? "" : "  (" + k->note + ")") << "\n";
   }
 }
+
+#ifdef RLX_HAS_OPENCL
+/// The OpenCL executable's per-node device times in the CPU table's form (provider: the node's
+/// first kernel, note: its further steps).
+cpu::KernelTimings from_opencl(const opencl::KernelTimings& ot) {
+  cpu::KernelTimings kt;
+  kt.runs = ot.runs;
+  for (const auto& k : ot.kernels)
+    kt.kernels.push_back(
+        {k.node, k.op, k.kernel, k.note, k.median_ms, k.total_ms, k.flops, k.bytes});
+  return kt;
+}
+#endif
 
 nlohmann::json profile_json(const cpu::KernelTimings& kt) {
   const double total = sum_of_medians(kt);
@@ -109,19 +129,36 @@ struct Bench {
     const std::int64_t load_prep_bytes = prep1.bytes - prep0.bytes;
     const runtime::TensorMap inputs = runtime::random_inputs(m.graph, m.bindings, model.seed + 1);
 
-    // --profile: the CPU backend times each kernel record of the timed runs themselves (the one
-    // execution loop, timed), not a second loop.
+    // --profile: the backend times each kernel of the timed runs themselves (the one execution
+    // loop, timed), not a second loop: the CPU with a clock around each kernel record, OpenCL
+    // with one profiling event per step on the device's profiling queue (device time).
     compile::Executable* backend_exe = nullptr;
+    const bool on_opencl = session.device().kind == runtime::DeviceKind::opencl;
     if (profile) {
-      if (session.device().kind != runtime::DeviceKind::cpu)
-        throw Error("--profile times the kernels of the cpu device, not " + session.device().str());
+#ifdef RLX_HAS_OPENCL
+      const bool profilable = on_cpu || on_opencl;
+#else
+      const bool profilable = on_cpu;
+#endif
+      if (!profilable)
+        throw Error("--profile times the kernels of the cpu or opencl device, not " +
+                    session.device().str());
       // The Executable owns its backend executable; profiling only counts time in it.
       backend_exe = const_cast<compile::Executable*>(v.executable);
     }
     for (int i = 0; i < warmup; ++i)
       exe.run(inputs);
+    const auto set_profiling = [&](bool on) {
+#ifdef RLX_HAS_OPENCL
+      if (on_opencl) {
+        opencl::set_kernel_profiling(*backend_exe, on);
+        return;
+      }
+#endif
+      cpu::set_kernel_profiling(*backend_exe, on);
+    };
     if (backend_exe != nullptr)
-      cpu::set_kernel_profiling(*backend_exe, true);
+      set_profiling(true);
     std::vector<double> times;
     {
       Progress bar("bench", runs, runs >= 10);
@@ -135,8 +172,13 @@ struct Bench {
     const Latency lat = latency_of(times);
     cpu::KernelTimings kt;
     if (backend_exe != nullptr) {
+#ifdef RLX_HAS_OPENCL
+      kt = on_opencl ? from_opencl(opencl::kernel_timings(*backend_exe))
+                     : cpu::kernel_timings(*backend_exe);
+#else
       kt = cpu::kernel_timings(*backend_exe);
-      cpu::set_kernel_profiling(*backend_exe, false);
+#endif
+      set_profiling(false);
     }
     const double flops = runtime::count_flops(m.graph, m.bindings);
     const ir::MemoryPlan& plan = v.compiled->result.lir.plan();
@@ -225,8 +267,9 @@ Command add_bench(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--json", b->json, "one JSON object on stdout");
   app->add_flag("--profile", b->profile,
-                "on the cpu device: time every kernel of the timed runs and print a table (median "
-                "ms, share, GFLOP/s or GB/s, provider); with --json, a \"kernels\" array");
+                "time every kernel of the timed runs and print a table (median ms, share, GFLOP/s "
+                "or GB/s, provider; on opencl device time per node, provider its kernel); with "
+                "--json, a \"kernels\" array");
   return {app, [b] { return b->run(); }};
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace rlx::opencl {
 
@@ -24,11 +25,15 @@ enum class GemmKernel : std::uint8_t {
 
 /// Which attention kernel runs Attention.
 enum class AttentionKernel : std::uint8_t {
-  automatic, ///< by measurement (DESIGN.md, "Attention"): tiled from 16 query rows where the
-             ///< tiles fit the device's local memory, rows otherwise (decode steps)
+  automatic, ///< by measurement (DESIGN.md, "Attention"): gpu on a GPU device where it fits;
+             ///< else tiled from 16 query rows where the tiles fit the device's local memory,
+             ///< rows otherwise (decode steps)
   rows,      ///< one work-item per query row, K / V from global memory (attention_f32_k)
   tiled,     ///< 16-row work-groups, Q / K / V tiles in local memory (attention_tiled_f32_k);
              ///< rows where the tiles do not fit the device's local memory
+  gpu, ///< 64-item work-groups over 8 query rows, scores / softmax / P·V split over the group
+       ///< (attention_gpu_f32_k); the automatic choice on GPU devices; tiled's rule where its
+       ///< local memory does not fit the device's
 };
 
 /// Whether rlx-opencl was built with CLBlast (found at configure time; optional).
@@ -100,6 +105,38 @@ std::unique_ptr<compile::Backend> make_opencl_backend(const OpenClOptions& opts 
 /// One line per launch of an OpenCL executable, in execution order: node, op, kernel and arena
 /// locations. Throws Error when \p exe was not made by an OpenClBackend.
 std::string kernel_listing(const compile::Executable& exe);
+
+/// One node's device time over the profiled runs of an OpenCL executable (see kernel_timings()).
+struct KernelTiming {
+  std::string node;     ///< the node it computes, "%12"
+  std::string op;       ///< the op's name, "attention"
+  std::string kernel;   ///< its first step: the kernel ("attention_gpu_f32_k"), "clblast_sgemm"
+                        ///< or "copy"
+  std::string note;     ///< the node's further steps, when it has several ("+ epilogue_f32_k")
+  double median_ms = 0; ///< median device time of one run of the node's steps
+  double total_ms = 0;  ///< summed over the profiled runs
+  double flops = 0;     ///< floating-point operations of one run (compile::kernel_work)
+  double bytes = 0;     ///< bytes of its operands and result (twice the bytes for a copy)
+};
+
+/// The per-node device times of an OpenCL executable's profiled runs, in execution order.
+struct KernelTimings {
+  int runs = 0;                      ///< runs profiled since set_kernel_profiling(exe, true)
+  std::vector<KernelTiming> kernels; ///< one per computing node, in execution order
+};
+
+/// Starts (\p on) or stops timing every step of an OpenCL executable's runs; clears the times.
+/// While on, execute() runs on the device's profiling queue (CL_QUEUE_PROFILING_ENABLE, created
+/// on first use) with one event per step and reads their START / END timestamps after the wait;
+/// runs that are not profiled use the plain queue, untouched. Throws Error when \p exe was not
+/// made by an OpenClBackend.
+void set_kernel_profiling(compile::Executable& exe, bool on);
+
+/// Per computing node, in execution order, the device time of its steps over the runs profiled
+/// since set_kernel_profiling(exe, true) (a kernel: END - START of its event; a library call:
+/// between markers before and after it), with its work. Throws Error when \p exe was not made by
+/// an OpenClBackend.
+KernelTimings kernel_timings(const compile::Executable& exe);
 
 /// The number of arena buffers of an OpenCL executable (1 unless the arena is larger than the
 /// largest allocation). Throws Error when \p exe was not made by an OpenClBackend.
