@@ -84,6 +84,23 @@ TEST(IoGateAnchors, TheCalibratedGateKeepsTheMlpTrainingStepsRegions) {
         << ir::describe(lir, id);
 }
 
+TEST(IoGateAnchors, TheCalibratedGateKeepsTheBertMiniTrainingStepsFusions) {
+  // bert_mini b8 s128 as train_bench.py trains it: MSE against a target, plain SGD.
+  BertConfig bert;
+  const compile::TrainingGraph step =
+      compile::build_training_graph(compile::with_loss(build_bert(bert), compile::Loss::mse));
+  const ir::Bindings sizes{{"batch", 8}, {"seq", 128}};
+  const compile::CompileResult on = compile_for(step.step, sizes, true);
+  const compile::CompileResult off = compile_for(step.step, sizes, false);
+  EXPECT_EQ(on.fusion.applied, off.fusion.applied) << "gated:\n"
+                                                   << on.fusion.str() << "ungated:\n"
+                                                   << off.fusion.str();
+  EXPECT_EQ(on.kernels_after_fusion, off.kernels_after_fusion);
+  for (const fusion::MissedFusion& m : on.fusion.missed)
+    EXPECT_NE(m.reason, fusion::MissReason::not_profitable)
+        << m.pattern << " at " << m.node << ": " << m.detail;
+}
+
 TEST(IoGateAnchors, GatedAnchorsMatchTheReference) {
   for (Anchor& a : anchors()) {
     SCOPED_TRACE(a.name);
