@@ -139,9 +139,8 @@ struct OpProbe {
 /// The probes of region op \p op on [m, n] f32 values: \p in_region false, the op as a kernel of
 /// its own; true, the op in a region with cheap ops priced before it (an add of its operands
 /// first: abs(abs(x)) would simplify to one op; a compare's region also holds a where, priced
-/// before it, so that its result is f32). nullopt
-/// for an op the probes cannot build (attributes other than a compare's, a cast's or an
-/// expand's; neither one nor two operands).
+/// before it, so that its result is f32). nullopt for an op the probes cannot build (attributes
+/// other than a compare's, a cast's or an expand's; neither one nor two operands).
 std::optional<OpProbe> op_probe(OpKind op, std::int64_t m, std::int64_t n, bool in_region) {
   OpProbe p;
   ir::Builder b(p.g);
