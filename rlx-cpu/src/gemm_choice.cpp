@@ -1,9 +1,11 @@
 // gemm_choice.cpp: `--gemm auto`: every f32 product shape timed once on oneDNN, OpenBLAS and the
 // packed GEMM (with its epilogue), on buffers of the real shape with the weights packed as the
-// kernel reads them, in rounds of blocks, each candidate's fastest call; the fastest candidate is
-// cached by shape, transposes, epilogue, packable weights, threads and ISA, in the process and in a
-// record file that later processes read (so every process on a machine makes the same choice: a
-// resumed training run computes bit-identically to an uninterrupted one).
+// kernel reads them, the candidates' calls interleaved, each framed by TBB-parallel reads of its
+// result (the hand-over between thread pools a real run pays), each candidate's fastest; the
+// fastest candidate is cached by shape, transposes, epilogue, packable weights, threads and ISA,
+// in the process and in a record file that later processes read (so every process on a machine
+// makes the same choice: a resumed training run computes bit-identically to an uninterrupted
+// one).
 #include "gemm_choice.hpp"
 #include "compile_clock.hpp"
 
@@ -12,6 +14,9 @@
 #include "rlx/ir/error.hpp"
 
 #include <oneapi/dnnl/dnnl.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
 #include <fcntl.h>
@@ -19,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,11 +39,12 @@ namespace rlx::cpu {
 namespace {
 
 /// Milliseconds of timed calls spent on one shape (after one warm-up call of each candidate), when
-/// the product is fast enough; at least one call of each candidate per round is timed.
+/// the product is fast enough.
 constexpr double kPerShapeMs = 12;
-/// Rounds of candidate blocks (each candidate's blocks spread over the measuring time) and the most
-/// timed calls in one block.
-constexpr int kRounds = 3, kMaxRepsPerRound = 3;
+/// Rounds of interleaved calls (one timed call of each candidate per round): at least enough that
+/// one burst of another process does not cover every call of a candidate, at most what a small
+/// product needs.
+constexpr int kMinRounds = 4, kMaxRounds = 11;
 
 struct FreeAligned {
   void operator()(std::byte* p) const { std::free(p); }
@@ -107,16 +114,27 @@ private:
   std::vector<AlignedBytes> buffers_;
 };
 
-double run_ms(Kernel& k, ExecContext& ctx) {
-  auto t0 = std::chrono::steady_clock::now();
-  k.run(ctx);
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-/// The fastest of a candidate's timed calls: what it costs when nothing else wants the cores (a
-/// busy machine only ever adds time).
 double fastest(const std::vector<double>& v) {
   return *std::min_element(v.begin(), v.end());
+}
+
+/// Reads \p n floats at \p p on every thread of \p pool (a TBB-parallel sum, as the kernel after a
+/// product reads its result): TBB's workers run, then spin for a while, as in a real run between
+/// the TBB kernels and a product.
+void tbb_touch(tbb::task_arena& pool, int threads, const float* p, std::int64_t n) {
+  static std::atomic<int> sink{0};
+  pool.execute([&] {
+    const std::int64_t grain = std::max<std::int64_t>(1, n / std::max(threads, 1));
+    tbb::parallel_for(
+        tbb::blocked_range<std::int64_t>(0, n, grain),
+        [&](const tbb::blocked_range<std::int64_t>& r) {
+          float s = 0;
+          for (std::int64_t i = r.begin(); i < r.end(); ++i)
+            s += p[i];
+          sink.fetch_add(s > 0, std::memory_order_relaxed);
+        },
+        tbb::static_partitioner());
+  });
 }
 
 /// The TBB pool of \p threads threads the epilogues run on while measuring (kept: creating one
@@ -170,37 +188,48 @@ GemmChoice measure(const MatMulSpec& shape, int threads) {
   ExecContext ctx{&measuring_pool(threads), &stream, threads};
   set_openmp_threads(threads);
   configure_library_threads(1); // as a run sets it: OpenBLAS runs inside our TBB tasks
-  // Rounds of blocks: in each round every candidate runs a block of its own (a warm-up call in the
-  // first round: first touch of the output, and the hand over from the other library's pool: TBB
-  // workers spin for a while after a task, which starves the OpenMP threads oneDNN wakes next if
-  // the calls were interleaved), the order rotated from round to round. A candidate's figure is
-  // its fastest timed call: on a shared machine other processes' bursts lengthen whole blocks, and
-  // with one block per candidate and its median (the previous scheme) a burst decided the choice,
-  // which the record file then kept for every later process.
-  std::vector<double> t[3];
-  int reps = 1;
-  for (int round = 0; round < kRounds; ++round) {
-    for (int j = 0; j < 3; ++j) {
-      const int i = (round + j) % 3;
-      if (!cand[i])
-        continue;
-      if (round == 0) {
-        const double warm = run_ms(*cand[i], ctx);
-        if (j == 0)
-          reps = std::clamp(static_cast<int>(kPerShapeMs / kRounds / 3 / std::max(warm, 1e-3)), 1,
-                            kMaxRepsPerRound);
-      }
-      double best = run_ms(*cand[i], ctx);
-      for (int r = 1; r < reps; ++r)
-        best = std::min(best, run_ms(*cand[i], ctx));
-      t[i].push_back(best);
+  // A real run calls a product between TBB-parallel kernels: oneDNN's OpenMP threads wake while
+  // TBB's workers still spin after the kernel before (and the other way round after the product),
+  // a hand-over the packed GEMM and OpenBLAS (run on the TBB pool) never pay. So each timed call
+  // is framed as in a run: a TBB read of the output before it (untimed), then the call and a TBB
+  // read of its result (timed together); the candidates' calls are interleaved, the order rotated
+  // from round to round, and a candidate's figure is its fastest framed call less the fastest
+  // read alone (the figures are the products' own, hand-over included). The fastest, not the
+  // median: on the shared machine (load 7 on 2 cores) medians of 5 framed calls still moved 2-4x
+  // with other processes' bursts (the packed QKV product of llama at 11 ms against 2.5), while
+  // the hand-over is paid by every framed call, the fastest included. The previous scheme (the
+  // fastest call of blocks of one candidate each) hid the hand-over and chose oneDNN for products
+  // that ran slower in the training step than the packed GEMM.
+  const auto* result = reinterpret_cast<const float*>(out.get());
+  const std::int64_t out_n = numel(shape.out_sizes);
+  auto framed_ms = [&](Kernel* k) {
+    tbb_touch(measuring_pool(threads), threads, result, out_n);
+    auto t0 = std::chrono::steady_clock::now();
+    if (k)
+      k->run(ctx);
+    tbb_touch(measuring_pool(threads), threads, result, out_n);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  double warm = 0; // a warm-up call of each: first touch of the output, packing, library set-up
+  for (auto& k : cand)
+    if (k)
+      warm += framed_ms(k.get());
+  const int rounds =
+      std::clamp(static_cast<int>(kPerShapeMs / std::max(warm, 1e-3)), kMinRounds, kMaxRounds);
+  std::vector<double> t[4]; // the candidates, then the read alone
+  for (int round = 0; round < rounds; ++round)
+    for (int j = 0; j < 4; ++j) {
+      const int i = (round + j) % 4;
+      if (i == 3 || cand[i])
+        t[i].push_back(framed_ms(i == 3 ? nullptr : cand[i].get()));
     }
-  }
+  const double read_ms = fastest(t[3]);
+  auto figure = [&](int i) { return std::max(fastest(t[i]) - read_ms, 1e-6); };
   GemmChoice c;
   c.measured = true;
-  c.onednn_ms = fastest(t[0]);
-  c.openblas_ms = fastest(t[1]);
-  c.packed_ms = cand[2] ? fastest(t[2]) : 0;
+  c.onednn_ms = figure(0);
+  c.openblas_ms = figure(1);
+  c.packed_ms = cand[2] ? figure(2) : 0;
   c.impl = c.openblas_ms < c.onednn_ms ? GemmImpl::openblas : GemmImpl::onednn;
   if (cand[2] && c.packed_ms < std::min(c.onednn_ms, c.openblas_ms))
     c.impl = GemmImpl::packed;
@@ -221,7 +250,7 @@ std::string key_of(const MatMulSpec& s, int threads) {
        std::to_string(s.has_bias || s.bias) + std::to_string(static_cast<int>(s.act)) +
        std::to_string(s.pack_b) + ";t" + std::to_string(threads) + ";isa" +
        std::to_string(static_cast<unsigned>(dnnl_get_effective_cpu_isa())) + ";" +
-       packed::isa_name(packed::best_isa()) + ";v3"; // v3: three candidates, rounds
+       packed::isa_name(packed::best_isa()) + ";v4"; // v4: interleaved calls framed by TBB reads
   return k;
 }
 

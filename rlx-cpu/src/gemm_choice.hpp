@@ -24,8 +24,9 @@ struct GemmChoice {
   /// Read from the record file (timed by an earlier process, or by this one before
   /// forget_gemm_choices).
   bool recorded = false;
-  /// Median milliseconds per call of each candidate (0 when not measured; packed_ms also when
-  /// the packed GEMM declines the product).
+  /// Milliseconds per call of each candidate as a run pays it: the fastest of its calls framed by
+  /// TBB-parallel reads of the result, less the fastest read alone (0 when not measured; packed_ms
+  /// also when the packed GEMM declines the product).
   double onednn_ms = 0, openblas_ms = 0, packed_ms = 0;
   /// "auto: packed 0.38 ms < onednn 0.41 ms < openblas 0.55 ms" or why it was not measured (for
   /// the listing).

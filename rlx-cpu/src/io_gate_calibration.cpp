@@ -2,6 +2,7 @@
 // measurement with the kernel profiler (the same kernels a run executes, timed in the run loop).
 #include "rlx/compile/pipeline.hpp"
 #include "rlx/cpu/backend.hpp"
+#include "rlx/cpu/claims.hpp"
 #include "rlx/fusion/io_gate.hpp"
 #include "rlx/ir/builder.hpp"
 
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,11 +28,6 @@ constexpr std::pair<ir::Activation, OpKind> kActs[] = {
     {ir::Activation::gelu_tanh, OpKind::GeluTanh}, {ir::Activation::silu, OpKind::Silu},
     {ir::Activation::sigmoid, OpKind::Sigmoid},    {ir::Activation::tanh, OpKind::Tanh},
 };
-
-/// The unary ops whose one-op kernel and region instruction are priced apart from the cheap
-/// ones (the transcendental and activation ops of the anchors).
-constexpr OpKind kRegionOps[] = {OpKind::Relu,    OpKind::Gelu, OpKind::GeluTanh, OpKind::Silu,
-                                 OpKind::Sigmoid, OpKind::Tanh, OpKind::Exp,      OpKind::Erf};
 
 std::string act_name(ir::Activation a) {
   return std::string(ir::enum_names(ir::Activation{})[static_cast<std::size_t>(a)]);
@@ -131,42 +128,167 @@ ir::Graph abs_then(std::int64_t n, OpKind op) {
   return g;
 }
 
+/// A probe of one region op kind: a graph, its node of that kind (the one priced) and the kernel
+/// that runs it ("compare"; "elementwise_region" for a probe made one region).
+struct OpProbe {
+  ir::Graph g;
+  ir::NodeId target;
+  std::string kernel;
+};
+
+/// The probes of region op \p op on [m, n] f32 values: \p in_region false, the op as a kernel of
+/// its own; true, the op in a region with cheap ops priced before it (an add of its operands
+/// first: abs(abs(x)) would simplify to one op; a compare's region also holds a where, priced
+/// before it, so that its result is f32). nullopt for an op the probes cannot build (attributes
+/// other than a compare's, a cast's or an expand's; neither one nor two operands).
+std::optional<OpProbe> op_probe(OpKind op, std::int64_t m, std::int64_t n, bool in_region) {
+  OpProbe p;
+  ir::Builder b(p.g);
+  const ir::Shape s = ir::Shape::of({m, n});
+  const ir::NodeId x = b.input("x", s);
+  const ir::NodeId y = b.input("y", s);
+  const ir::NodeId ax = in_region ? b.add(x, y) : x;
+  const ir::OpInfo& info = ir::op_info(op);
+  ir::NodeId out;
+  if (op == OpKind::Compare) {
+    p.target = b.compare(ir::CmpOp::gt, ax, y);
+    out = in_region ? b.where(p.target, x, y) : p.target;
+  } else if (op == OpKind::Where) {
+    const ir::NodeId c = b.input("c", ir::Shape::of({m, n}, ir::DType::boolean));
+    out = p.target = b.where(c, ax, y);
+  } else if (op == OpKind::Cast) {
+    // bool -> f32: the cast training graphs hold (a mask as a factor).
+    const ir::NodeId c = b.input("c", ir::Shape::of({m, n}, ir::DType::boolean));
+    p.target = b.cast(c, ir::DType::f32);
+    out = in_region ? b.mul(p.target, y) : p.target;
+  } else if (op == OpKind::Expand) {
+    // A bias row broadcast over the rows.
+    p.target = b.expand(b.input("r", ir::Shape::of({1, n})), {ir::Dim(m), ir::Dim(n)});
+    out = in_region ? b.add(p.target, y) : p.target;
+  } else if (!std::holds_alternative<ir::NoAttrs>(ir::default_attrs(op))) {
+    return std::nullopt;
+  } else if (info.min_arity == 1 && info.max_arity == 1) {
+    out = p.target = b.unary(op, ax);
+  } else if (info.min_arity == 2 && info.max_arity == 2) {
+    out = p.target = b.op(op, {ax, y}, ir::NoAttrs{});
+  } else {
+    return std::nullopt;
+  }
+  b.output(out);
+  p.kernel = in_region ? "elementwise_region" : std::string(ir::op_name(op));
+  return p;
+}
+
+/// The region op kinds the CPU runs in its region loop on f32, in ops.def order.
+std::vector<OpKind> region_ops() {
+  std::vector<OpKind> ops;
+  const ir::ClaimSet& claims = cpu_claims(true);
+  ir::for_each_op([&](OpKind op) {
+    if (ir::is_elementwise(op) && !ir::has_flag(op, ir::kMayFail) && claims.claims(op) &&
+        (claims.claims(op, ir::DType::f32) || op == OpKind::Compare) && op_probe(op, 1, 1, false))
+      ops.push_back(op);
+  });
+  // The probes of these hold other region ops, priced before them.
+  for (OpKind late : {OpKind::Cast, OpKind::Expand, OpKind::Compare})
+    if (auto it = std::find(ops.begin(), ops.end(), late); it != ops.end()) {
+      ops.erase(it);
+      ops.push_back(late);
+    }
+  return ops;
+}
+
 } // namespace
 
 fusion::IoFusionGate cpu_io_gate_defaults() {
   // `rlx_cpu_calibrate_io_gate 2 5` (2 threads, --gemm auto, median of 5 rounds) on the shared
-  // 2-core AMD EPYC (Zen 4; AVX2 + FMA visible, no AVX-512) at load average 13-15, 2026-11-26.
-  // The load shows in the epilogue knobs: a round where --gemm auto gives a fused product to
-  // oneDNN measured 200-360 ns per element (oneDNN under contention), the other rounds nothing
-  // above the probes' noise, so the medians are 0; see rlx-cpu/DESIGN.md.
+  // 2-core AMD EPYC (Zen 4; AVX2 + FMA visible, no AVX-512) at load average 5.5-7, 2026-11-26.
+  // Every op the region loop runs is priced as a kernel of its own and as a region instruction
+  // (a key missing on one side would price that side at nothing). The region loop's
+  // transcendental instructions measure in two modes from round to round (about 2x apart, the
+  // slower one in most rounds under load); the medians are the slower; see rlx-cpu/DESIGN.md.
   fusion::IoFusionGate g;
   g.dispatch_ns = 30;
-  g.memory_bytes_per_ns = 72.5;
+  g.memory_bytes_per_ns = 73.5;
   g.ns_per_element = {
-      {"elementwise_region", 0.034},
-      {"elementwise_region.erf", 0.569},
-      {"elementwise_region.exp", 0.808},
-      {"elementwise_region.gelu", 0.695},
-      {"elementwise_region.gelu_tanh", 0.942},
-      {"elementwise_region.neg", 0.034},
+      {"abs", 0.001},
+      {"acos", 4.441},
+      {"acosh", 6.517},
+      {"add", 0.013},
+      {"asin", 4.136},
+      {"asinh", 9.820},
+      {"atan", 4.456},
+      {"atanh", 8.800},
+      {"cast", 0.629},
+      {"compare", 0.751},
+      {"cos", 3.756},
+      {"cosh", 8.580},
+      {"div", 0.100},
+      {"elementwise_region", 0.053},
+      {"elementwise_region.abs", 0.003},
+      {"elementwise_region.acos", 4.828},
+      {"elementwise_region.acosh", 6.198},
+      {"elementwise_region.add", 0.042},
+      {"elementwise_region.asin", 4.163},
+      {"elementwise_region.asinh", 9.923},
+      {"elementwise_region.atan", 4.500},
+      {"elementwise_region.atanh", 10.176},
+      {"elementwise_region.cast", 0.032},
+      {"elementwise_region.compare", 0.000},
+      {"elementwise_region.cos", 3.415},
+      {"elementwise_region.cosh", 8.672},
+      {"elementwise_region.div", 0.020},
+      {"elementwise_region.erf", 0.550},
+      {"elementwise_region.exp", 0.786},
+      {"elementwise_region.expand", 0.000},
+      {"elementwise_region.gelu", 0.680},
+      {"elementwise_region.gelu_tanh", 0.918},
+      {"elementwise_region.log", 4.497},
+      {"elementwise_region.maximum", 0.066},
+      {"elementwise_region.minimum", 0.068},
+      {"elementwise_region.mul", 0.000},
+      {"elementwise_region.neg", 0.001},
+      {"elementwise_region.pow", 4.512},
+      {"elementwise_region.reciprocal", 0.024},
       {"elementwise_region.relu", 0.000},
-      {"elementwise_region.sigmoid", 0.953},
-      {"elementwise_region.silu", 0.951},
-      {"elementwise_region.tanh", 0.599},
-      {"erf", 1.420},
-      {"exp", 0.275},
-      {"gelu", 0.705},
-      {"gelu_tanh", 3.413},
+      {"elementwise_region.rsqrt", 0.219},
+      {"elementwise_region.sigmoid", 0.923},
+      {"elementwise_region.silu", 0.923},
+      {"elementwise_region.sin", 3.443},
+      {"elementwise_region.sinh", 9.957},
+      {"elementwise_region.sqrt", 0.115},
+      {"elementwise_region.sub", 0.010},
+      {"elementwise_region.swiglu", 0.976},
+      {"elementwise_region.tanh", 0.570},
+      {"elementwise_region.where", 0.145},
+      {"erf", 1.419},
+      {"exp", 0.270},
+      {"expand", 0.015},
+      {"gelu", 0.707},
+      {"gelu_tanh", 3.425},
+      {"log", 4.135},
       {"matmul_bias_act.gelu", 0.000},
-      {"matmul_bias_act.gelu_tanh", 1.461},
+      {"matmul_bias_act.gelu_tanh", 0.752},
       {"matmul_bias_act.relu", 0.000},
-      {"matmul_bias_act.sigmoid", 0.000},
-      {"matmul_bias_act.silu", 1.386},
+      {"matmul_bias_act.sigmoid", 0.586},
+      {"matmul_bias_act.silu", 0.658},
       {"matmul_bias_act.tanh", 0.000},
-      {"relu", 0.001},
-      {"sigmoid", 0.465},
-      {"silu", 0.562},
-      {"tanh", 2.706},
+      {"maximum", 0.278},
+      {"minimum", 0.278},
+      {"mul", 0.014},
+      {"neg", 0.000},
+      {"pow", 4.418},
+      {"reciprocal", 0.153},
+      {"relu", 0.002},
+      {"rsqrt", 0.623},
+      {"sigmoid", 0.467},
+      {"silu", 0.567},
+      {"sin", 3.438},
+      {"sinh", 9.755},
+      {"sqrt", 0.114},
+      {"sub", 0.014},
+      {"swiglu", 2.559},
+      {"tanh", 2.744},
+      {"where", 1.562},
   };
   return g;
 }
@@ -192,18 +314,35 @@ fusion::IoFusionGate calibrate_cpu_io_gate(const CpuOptions& opts) {
   auto beyond_bytes = [&](double ns) {
     return std::max(0.0, (ns - g.dispatch_ns - moved / g.memory_bytes_per_ns) / elems);
   };
-  // The region loop: a cheap instruction (abs then neg, two per element), then each unary op
-  // over the cheap one.
+  // The region loop: a cheap instruction (abs then neg, two per element), the price of any op
+  // without one of its own.
   const double cheap =
       beyond_bytes(kernel_ns(abs_then(kElems, OpKind::Neg), "elementwise_region", opts)) / 2;
   g.ns_per_element[fusion::region_cost_key(OpKind::Neg)] = cheap;
   g.ns_per_element["elementwise_region"] = cheap;
-  for (OpKind op : kRegionOps) {
-    // The one-op kernel's time beyond its bytes, per element, and the same op in the region.
-    g.ns_per_element[std::string(ir::op_name(op))] =
-        beyond_bytes(kernel_ns(unary(kElems, op), ir::op_name(op), opts));
-    g.ns_per_element[fusion::region_cost_key(op)] = std::max(
-        0.0, beyond_bytes(kernel_ns(abs_then(kElems, op), "elementwise_region", opts)) - cheap);
+  // Every op the region loop runs, priced twice: its one-op kernel's time beyond dispatch and
+  // bytes, and its instruction in a region beyond the region's dispatch, bytes and the other
+  // members' prices (so no region is judged with members priced on one side only).
+  for (OpKind op : region_ops()) {
+    for (bool in_region : {false, true}) {
+      const std::optional<OpProbe> p = op_probe(op, kM, kN, in_region);
+      fusion::IoFusionGate known = g;
+      const std::string key =
+          in_region ? fusion::region_cost_key(op) : fusion::cost_key(p->g, p->target);
+      known.ns_per_element[key] = 0;
+      std::vector<ir::NodeId> members;
+      for (ir::NodeId id : p->g.ids())
+        if (!ir::is_leaf(p->g.node(id).op))
+          members.push_back(id);
+      const std::vector<ir::NodeId> target{p->target};
+      const fusion::GraphIoProfile io = in_region ? fusion::profile_region_io(p->g, members, known)
+                                                  : fusion::profile_graph_io(p->g, target, known);
+      const double rest = kernel_ns(p->g, p->kernel, opts) - g.dispatch_ns -
+                          static_cast<double>(io.device_traffic_bytes) / g.memory_bytes_per_ns -
+                          io.compute_ns;
+      g.ns_per_element[key] =
+          std::max(0.0, rest / static_cast<double>(p->g.shape(p->target).numel()));
+    }
   }
   // The GEMM epilogue: the fused product's time over the same product with the bias only, their
   // batches interleaved so that the machine's load falls on both alike.

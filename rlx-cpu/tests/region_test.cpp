@@ -108,6 +108,17 @@ Graph chain(std::int64_t rows, std::int64_t cols) {
   return g;
 }
 
+TEST(CpuRegion, SwiGluRunsInTheRegionLoop) {
+  // swiglu(x + y, y) * y: a fused op among the region's instructions (the loop once rejected it
+  // as an unknown unary op at compile time).
+  Graph g("swiglu_region");
+  Builder b(g);
+  NodeId x = b.input("x", Shape::of({33, 70}));
+  NodeId y = b.input("y", Shape::of({33, 70}));
+  b.output(b.mul(b.op(ir::OpKind::SwiGlu, {b.add(x, y), y}, ir::NoAttrs{}), y));
+  EXPECT_EQ(check(g, 2), 1);
+}
+
 TEST(CpuRegion, OddSizesAroundTheTile) {
   for (std::int64_t n : {1, 7, 1023, 1025})
     for (int threads : {1, 2}) {

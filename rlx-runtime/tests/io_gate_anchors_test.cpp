@@ -1,8 +1,10 @@
 // io_gate_anchors_test.cpp: the CPU's calibrated IO fusion-benefit gate on the anchor models'
 // builders (BERT-mini, LLaMA, MLP): at the anchor sizes it keeps every fusion the models get
 // without it (the fusion report's counts and the kernel count are the same), and the gated
-// compiles compute what the reference interpreter computes.
+// compiles compute what the reference interpreter computes. The MLP's training step (forward, loss,
+// backward, SGD update) keeps its fusions too: ReLU's backward where(x > 0, dy, 0) is one region.
 #include "rlx/compile/pipeline.hpp"
+#include "rlx/compile/training.hpp"
 #include "rlx/cpu/backend.hpp"
 #include "rlx/ir/reference.hpp"
 #include "rlx/runtime/init.hpp"
@@ -58,6 +60,45 @@ TEST(IoGateAnchors, TheCalibratedGateKeepsEveryFusionTheAnchorsGet) {
     for (const fusion::MissedFusion& m : on.fusion.missed)
       EXPECT_NE(m.reason, fusion::MissReason::not_profitable) << m.pattern << " at " << m.node;
   }
+}
+
+TEST(IoGateAnchors, TheCalibratedGateKeepsTheMlpTrainingStepsRegions) {
+  // mlp b64 as scripts/anchors/train_bench.py trains it: cross-entropy, plain SGD.
+  MlpConfig mlp;
+  const compile::TrainingGraph step = compile::build_training_graph(
+      compile::with_loss(build_mlp(mlp), compile::Loss::softmax_cross_entropy));
+  const ir::Bindings sizes{{"batch", 64}};
+  const compile::CompileResult on = compile_for(step.step, sizes, true);
+  const compile::CompileResult off = compile_for(step.step, sizes, false);
+  EXPECT_EQ(on.fusion.applied, off.fusion.applied) << "gated:\n"
+                                                   << on.fusion.str() << "ungated:\n"
+                                                   << off.fusion.str();
+  EXPECT_EQ(on.kernels_after_fusion, off.kernels_after_fusion);
+  for (const fusion::MissedFusion& m : on.fusion.missed)
+    EXPECT_NE(m.reason, fusion::MissReason::not_profitable)
+        << m.pattern << " at " << m.node << ": " << m.detail;
+  // No compare or where runs as a kernel of its own: each is in a region.
+  const ir::Graph& lir = on.lir.graph();
+  for (ir::NodeId id : lir.ids())
+    EXPECT_TRUE(lir.node(id).op != ir::OpKind::Compare && lir.node(id).op != ir::OpKind::Where)
+        << ir::describe(lir, id);
+}
+
+TEST(IoGateAnchors, TheCalibratedGateKeepsTheBertMiniTrainingStepsFusions) {
+  // bert_mini b8 s128 as train_bench.py trains it: MSE against a target, plain SGD.
+  BertConfig bert;
+  const compile::TrainingGraph step =
+      compile::build_training_graph(compile::with_loss(build_bert(bert), compile::Loss::mse));
+  const ir::Bindings sizes{{"batch", 8}, {"seq", 128}};
+  const compile::CompileResult on = compile_for(step.step, sizes, true);
+  const compile::CompileResult off = compile_for(step.step, sizes, false);
+  EXPECT_EQ(on.fusion.applied, off.fusion.applied) << "gated:\n"
+                                                   << on.fusion.str() << "ungated:\n"
+                                                   << off.fusion.str();
+  EXPECT_EQ(on.kernels_after_fusion, off.kernels_after_fusion);
+  for (const fusion::MissedFusion& m : on.fusion.missed)
+    EXPECT_NE(m.reason, fusion::MissReason::not_profitable)
+        << m.pattern << " at " << m.node << ": " << m.detail;
 }
 
 TEST(IoGateAnchors, GatedAnchorsMatchTheReference) {

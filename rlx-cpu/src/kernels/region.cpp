@@ -244,6 +244,13 @@ RLX_REGION_MULTIVERSION void run_instr(const Instr& in, float* y, const float* a
     for (std::int64_t i = 0; i < n; ++i)
       y[i] = a[i] != 0.0f ? b[i] : c[i];
     return;
+  case OpKind::SwiGlu: // silu(gate) * up
+    with_unary<float>(OpKind::Silu, [&](auto f) {
+#pragma omp simd
+      for (std::int64_t i = 0; i < n; ++i)
+        y[i] = f(a[i]) * b[i];
+    });
+    return;
   case OpKind::Cast:
     if (in.to_bool) {
 #pragma omp simd

@@ -114,7 +114,7 @@ struct Train {
   std::optional<std::int64_t> mask_id;
   double lr = 0.1, momentum = 0.9, weight_decay = 0, clip = 0, beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
-  bool nesterov = false, json = false, no_shuffle = false;
+  bool nesterov = false, json = false, no_shuffle = false, no_io_gate = false;
   std::int64_t batch = 64, epochs = 10, steps = 0, warmup = 0, eval_every = 0, seq = 64;
   std::int64_t eval_batches = 8;
   unsigned seed = 0;
@@ -424,7 +424,9 @@ struct Train {
     const runtime::Device dev = runtime::Device::parse(device);
     if (!profile.empty() && dev.kind != runtime::DeviceKind::cpu)
       throw Error("--profile times the kernels of the cpu device, not " + dev.str());
-    runtime::Session session(dev);
+    runtime::SessionOptions so;
+    so.cpu.use_io_gate = !no_io_gate;
+    runtime::Session session(dev, std::move(so));
     const auto t_compile = std::chrono::steady_clock::now();
     runtime::Trainer trainer = session.compile_training(s.lossy, to);
     runtime::CompileOptions shared; // evaluation reads the trainer's weights
@@ -680,6 +682,8 @@ Command add_train(CLI::App& root) {
   app->add_option("--profile", t->profile,
                   "write the step's per-kernel times (every step after the first, slowest first) "
                   "to this file (CPU)");
+  app->add_flag("--no-io-gate", t->no_io_gate,
+                "cpu: apply every legal fusion, without the IO fusion-benefit gate's verdict");
   app->add_flag("--no-shuffle", t->no_shuffle,
                 "batches of rows or sequences in file order (for parity runs)");
   app->add_option("--device", t->device,
