@@ -441,8 +441,11 @@ void gemm(Lowerer& L, ir::NodeId an, ir::NodeId bn, bool transpose_a, bool trans
   Sizes dims = batch;
   // x · W with W shared by every batch: one [batch · M, K] product.
   const bool shared_b = std::all_of(bbs.begin(), bbs.end(), [](std::int64_t s) { return s == 0; });
-  const bool full_a = std::all_of(abs.begin(), abs.end(), [](std::int64_t s) { return s != 0; }) &&
-                      product(Sizes(a.begin(), a.end() - 2)) == product(batch);
+  // a walks every batch dim (a dim of size 1 has stride 0 and is walked too), so the batch rows
+  // are one contiguous [batch · M, K]: BERT's [1, S, E] · Wᵀ at batch 1 included.
+  bool full_a = product(Sizes(a.begin(), a.end() - 2)) == product(batch);
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    full_a = full_a && (abs[i] != 0 || batch[i] == 1);
   if (!batch.empty() && shared_b && !transpose_a && full_a) {
     M *= product(batch);
     dims.clear();
