@@ -142,7 +142,7 @@ PackedGeometry packed_geometry(const MatMulSpec& s) {
 }
 
 /// B read from a packed weight copy (made once, refreshed when the weight changes) rather than
-/// packed per run: a 2-D Param or Constant with a packer.
+/// packed per run: a 2-D Param, Constant or weight Concat with a packer.
 bool prepacked(const MatMulSpec& s) {
   return s.pack_b && s.packer != nullptr && s.b_sizes.size() == 2;
 }
