@@ -87,5 +87,14 @@ std::int64_t packed_gemm_scratch_bytes(const MatMulSpec& spec,
 /// Builds it with \p isa's tile code (tests call each ISA; the provider uses best_isa()).
 std::unique_ptr<Kernel> make_packed_gemm(const MatMulSpec& spec, std::byte* scratch,
                                          packed::Isa isa = packed::best_isa());
+/// Whether the packed GEMM runs SwiGLU's pair out = (x · B_up) · silu(x · B_gate) as one product
+/// (\p gate with the silu activation, \p up with none; both f32 weights packed once, one shape).
+bool packed_pair_accepts(const MatMulSpec& gate, const MatMulSpec& up);
+/// The pair's scratch bytes: per thread a packed A block and the block's gate product.
+std::int64_t packed_pair_scratch_bytes(const MatMulSpec& up, packed::Isa isa = packed::best_isa());
+/// The pair's kernel: each gate tile is computed beside the up tile it scales (the A sliver in L1)
+/// into the block's scratch and combined at once; the gate product is never written out whole.
+std::unique_ptr<Kernel> make_packed_pair(const MatMulSpec& gate, const MatMulSpec& up,
+                                         std::byte* scratch, packed::Isa isa = packed::best_isa());
 
 } // namespace rlx::cpu
