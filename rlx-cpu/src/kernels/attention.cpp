@@ -37,6 +37,17 @@ std::int64_t task_scratch_elems(std::int64_t d, std::int64_t dv) {
 
 constexpr std::int64_t kRows = 4; ///< query rows per register block of the f32 micro-kernels
 
+/// 8 floats as one GCC vector (an AVX2 register; half an AVX-512 one), so a kRows x 16 block of
+/// accumulators (8 AVX2 registers) stays in registers: the former kRows x 64 block needed 32 AVX2
+/// registers and lived on the stack, loaded and stored around every FMA. (A 16-float vector type
+/// is no better on AVX2: GCC lowers a vector wider than the hardware's through memory.) Never
+/// passed by value across a call (that would change the ABI between the clones).
+using V8 = float __attribute__((vector_size(32)));
+/// The same vector at any float alignment (value rows read by strides).
+using V8U = float __attribute__((vector_size(32), aligned(4)));
+constexpr std::int64_t kLanes = 16; ///< columns of one register block: two V8
+static_assert(kTileK % kLanes == 0);
+
 /// s[i][j] = q_i · k_j for the qn rows of a block and the jn keys of a tile (unscaled).
 /// f32: the key tile is packed transposed, kt[d][j], so each query row's scores are an axpy over
 /// d vectorised across keys, four rows per pass over the tile; other types: plain dots.
@@ -56,21 +67,28 @@ template <class T, class A>
         kt[d * kTileK + j] = kj[d];
     }
     for (std::int64_t i0 = 0; i0 < qn; i0 += kRows) {
-      float c[kRows][kTileK] = {};
       const float* q[kRows];
       for (std::int64_t r = 0; r < kRows; ++r)
         q[r] = qb + std::min(i0 + r, qn - 1) * p.q_s; // a short block repeats its last row
-      for (std::int64_t d = 0; d < p.d; ++d) {
-        const float* kd = kt + d * kTileK;
-        for (std::int64_t r = 0; r < kRows; ++r) {
-          float qv = q[r][d];
-#pragma omp simd
-          for (std::int64_t j = 0; j < kTileK; ++j)
-            c[r][j] += qv * kd[j];
+      // kRows x 16 blocks of scores in registers; the key tile and the score rows are 64-byte
+      // aligned (the task's scratch slice).
+      for (std::int64_t jc = 0; jc < kTileK; jc += kLanes) {
+        V8 c0[kRows] = {}, c1[kRows] = {};
+        for (std::int64_t d = 0; d < p.d; ++d) {
+          const V8 k0 = *reinterpret_cast<const V8*>(kt + d * kTileK + jc);
+          const V8 k1 = *reinterpret_cast<const V8*>(kt + d * kTileK + jc + 8);
+#pragma GCC unroll 8
+          for (std::int64_t r = 0; r < kRows; ++r) {
+            const float qv = q[r][d];
+            c0[r] += qv * k0;
+            c1[r] += qv * k1;
+          }
+        }
+        for (std::int64_t r = 0; r < kRows && i0 + r < qn; ++r) {
+          *reinterpret_cast<V8*>(s + (i0 + r) * kTileK + jc) = c0[r];
+          *reinterpret_cast<V8*>(s + (i0 + r) * kTileK + jc + 8) = c1[r];
         }
       }
-      for (std::int64_t r = 0; r < kRows && i0 + r < qn; ++r)
-        std::memcpy(s + (i0 + r) * kTileK, c[r], sizeof c[r]);
     }
   } else {
     for (std::int64_t i = 0; i < qn; ++i) {
@@ -86,33 +104,40 @@ template <class T, class A>
   }
 }
 
-/// acc_i += Σ_j p_ij v_j over a tile. f32: a 4-row × 64-column block of accumulators stays in
+/// acc_i += Σ_j p_ij v_j over a tile. f32: a 4-row × 16-column block of accumulators stays in
 /// registers while the tile's value rows stream past.
 template <class T, class A>
 [[gnu::always_inline]] inline void tile_values(const AttnParams<T>& p, const T* vb, std::int64_t j0,
                                                std::int64_t qn, std::int64_t jn, const A* s,
                                                A* acc) {
   if constexpr (std::is_same_v<T, float>) {
-    constexpr std::int64_t kCols = 64;
+    constexpr std::int64_t kCols = kLanes;
     for (std::int64_t i0 = 0; i0 < qn; i0 += kRows) {
       std::int64_t rows = std::min(kRows, qn - i0);
       for (std::int64_t c0 = 0; c0 < p.dv; c0 += kCols) {
         if (p.dv - c0 >= kCols) {
-          float a[kRows][kCols];
-          for (std::int64_t r = 0; r < kRows; ++r)
-            for (std::int64_t d = 0; d < kCols; ++d)
-              a[r][d] = r < rows ? acc[(i0 + r) * p.dv + c0 + d] : 0.0f;
+          V8 a0[kRows], a1[kRows];
+#pragma GCC unroll 8
+          for (std::int64_t r = 0; r < kRows; ++r) {
+            const float* ar = acc + (i0 + r) * p.dv + c0;
+            a0[r] = r < rows ? *reinterpret_cast<const V8U*>(ar) : V8{};
+            a1[r] = r < rows ? *reinterpret_cast<const V8U*>(ar + 8) : V8{};
+          }
           for (std::int64_t j = 0; j < jn; ++j) {
-            const float* vj = vb + (j0 + j) * p.v_s + c0;
+            const V8 v0 = *reinterpret_cast<const V8U*>(vb + (j0 + j) * p.v_s + c0);
+            const V8 v1 = *reinterpret_cast<const V8U*>(vb + (j0 + j) * p.v_s + c0 + 8);
+#pragma GCC unroll 8
             for (std::int64_t r = 0; r < kRows; ++r) {
-              float pr = r < rows ? s[(i0 + r) * kTileK + j] : 0.0f;
-#pragma omp simd
-              for (std::int64_t d = 0; d < kCols; ++d)
-                a[r][d] += pr * vj[d];
+              const float pr = r < rows ? s[(i0 + r) * kTileK + j] : 0.0f;
+              a0[r] += pr * v0;
+              a1[r] += pr * v1;
             }
           }
-          for (std::int64_t r = 0; r < rows; ++r)
-            std::memcpy(acc + (i0 + r) * p.dv + c0, a[r], sizeof a[r]);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            float* ar = acc + (i0 + r) * p.dv + c0;
+            *reinterpret_cast<V8U*>(ar) = a0[r];
+            *reinterpret_cast<V8U*>(ar + 8) = a1[r];
+          }
         } else {
           for (std::int64_t j = 0; j < jn; ++j) {
             const float* vj = vb + (j0 + j) * p.v_s;
