@@ -51,12 +51,16 @@ static_assert(kTileK % kLanes == 0);
 /// s[i][j] = q_i · k_j for the qn rows of a block and the jn keys of a tile (unscaled).
 /// f32: the key tile is packed transposed, kt[d][j], so each query row's scores are an axpy over
 /// d vectorised across keys, four rows per pass over the tile; other types: plain dots.
+/// f32 with \p ktb (the (batch, KV head)'s keys transposed once per run, rows of p.kt_s): the tile
+/// is read from there, not transposed into \p kt.
 template <class T, class A>
 [[gnu::always_inline]] inline void tile_scores(const AttnParams<T>& p, const T* qb, const T* kb,
                                                std::int64_t j0, std::int64_t qn, std::int64_t jn,
-                                               A* s, A* kt) {
+                                               A* s, A* kt, const A* ktb) {
   if constexpr (std::is_same_v<T, float>) {
-    for (std::int64_t j = 0; j < kTileK; ++j) {
+    const float* ktile = ktb ? ktb + j0 : kt;
+    const std::int64_t kts = ktb ? p.kt_s : kTileK;
+    for (std::int64_t j = 0; j < kTileK && !ktb; ++j) {
       if (j >= jn) { // padding keys: scores of 0, masked to -inf later
         for (std::int64_t d = 0; d < p.d; ++d)
           kt[d * kTileK + j] = 0.0f;
@@ -75,8 +79,8 @@ template <class T, class A>
       for (std::int64_t jc = 0; jc < kTileK; jc += kLanes) {
         V8 c0[kRows] = {}, c1[kRows] = {};
         for (std::int64_t d = 0; d < p.d; ++d) {
-          const V8 k0 = *reinterpret_cast<const V8*>(kt + d * kTileK + jc);
-          const V8 k1 = *reinterpret_cast<const V8*>(kt + d * kTileK + jc + 8);
+          const V8 k0 = *reinterpret_cast<const V8U*>(ktile + d * kts + jc);
+          const V8 k1 = *reinterpret_cast<const V8U*>(ktile + d * kts + jc + 8);
 #pragma GCC unroll 8
           for (std::int64_t r = 0; r < kRows; ++r) {
             const float qv = q[r][d];
@@ -91,6 +95,7 @@ template <class T, class A>
       }
     }
   } else {
+    (void)ktb;
     for (std::int64_t i = 0; i < qn; ++i) {
       const T* qi = qb + i * p.q_s;
       for (std::int64_t j = 0; j < jn; ++j) {
@@ -190,13 +195,16 @@ template <class T, class A>
   const T* qb = p.q + b * p.q_b + h * p.q_h + q0 * p.q_s;
   const T* kb = p.k + b * p.k_b + kh * p.k_h;
   const T* vb = p.v + b * p.v_b + kh * p.v_h;
+  const A* ktb = nullptr;
+  if constexpr (std::is_same_v<T, A>)
+    ktb = p.kt ? p.kt + (b * p.kv_heads + kh) * p.d * p.kt_s : nullptr;
   const auto [jmin, jmax] = attention_key_range(p, q0, qn);
   const auto scale = static_cast<A>(p.scale);
   const auto cap = static_cast<A>(p.softcap);
 
   for (std::int64_t j0 = jmin; j0 < jmax; j0 += kTileK) {
     std::int64_t jn = std::min(kTileK, jmax - j0);
-    tile_scores<T, A>(p, qb, kb, j0, qn, jn, s, kt);
+    tile_scores<T, A>(p, qb, kb, j0, qn, jn, s, kt, ktb);
     // Scale, softcap, bias and masks. Entries past jn are -inf, so the vector loops below run the
     // full, aligned tile width (no scalar peel or remainder) and those keys weigh 0.
     for (std::int64_t i = 0; i < qn; ++i)
@@ -261,10 +269,12 @@ std::int64_t thread_slice_bytes(const NodeView& n) {
   const AttnDims s = attention_dims(n);
   return attention_slice_bytes(s.d, s.dv, n.out().dtype == ir::DType::f32 ? 4 : 8);
 }
+/// Scratch: the thread slices, the padding keep flags, then (f32) the keys transposed per run.
 std::int64_t attention_scratch(const NodeView& n) {
   const AttnDims s = attention_dims(n);
   return thread_slice_bytes(n) * n.threads +
-         attention_keep_bytes(n.node().attr<ir::AttentionAttrs>().mask, s.batch, s.sk);
+         attention_keep_bytes(n.node().attr<ir::AttentionAttrs>().mask, s.batch, s.sk) +
+         (n.out().dtype == ir::DType::f32 ? attention_kt_bytes(s.batch, s.kv_heads, s.sk, s.d) : 0);
 }
 
 template <class T> class AttentionKernel final : public Kernel {
@@ -278,12 +288,16 @@ public:
     threads_ = c.threads;
     scratch_ = c.scratch(attention_scratch(c));
     mask_.bind(c, 3, p_, scratch_ + slice_ * c.threads);
+    const AttnDims s = attention_dims(c);
+    kt_ = reinterpret_cast<float*>(
+        scratch_ + slice_ * c.threads +
+        attention_keep_bytes(c.node().attr<ir::AttentionAttrs>().mask, s.batch, s.sk));
   }
 
   void run(ExecContext& ctx) override {
     mask_.refresh();
     if constexpr (std::is_same_v<T, float>) {
-      run_attention_f32(ctx, p_, scratch_, slice_, threads_);
+      run_attention_f32(ctx, p_, scratch_, slice_, threads_, kt_);
     } else {
       parallel_for_slots(ctx, tasks_, 1, [&](std::int64_t b, std::int64_t e, int slot) {
         A* scratch = reinterpret_cast<A*>(scratch_ + slice_ * (slot < threads_ ? slot : 0));
@@ -299,6 +313,7 @@ private:
   std::int64_t tasks_ = 0;
   int threads_ = 1;
   std::byte* scratch_ = nullptr;
+  float* kt_ = nullptr; ///< the keys transposed per run (f32)
   AttnMaskInput mask_;
 };
 
@@ -415,12 +430,34 @@ void attention_bias_strides(const std::vector<std::int64_t>& sizes, std::int64_t
 }
 
 void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* scratch,
-                       std::int64_t slice, int threads) {
-  const std::int64_t tasks = p.batch * p.heads * p.blocks_per_head;
+                       std::int64_t slice, int threads, float* kt) {
+  AttnParams<float> pt = p;
+  if (kt) {
+    // kt[d][j] per (batch, KV head), (KV head, feature block) pairs in parallel; zero past Sk.
+    constexpr std::int64_t kDBlock = 16;
+    const std::int64_t row = attention_kt_row(p.sk), dblocks = (p.d + kDBlock - 1) / kDBlock;
+    parallel_for(ctx, p.batch * p.kv_heads * dblocks, 1, [&](std::int64_t t0, std::int64_t t1) {
+      for (std::int64_t t = t0; t < t1; ++t) {
+        const std::int64_t bh = t / dblocks, d0 = (t % dblocks) * kDBlock;
+        const std::int64_t d1 = std::min(p.d, d0 + kDBlock);
+        const std::int64_t b = bh / p.kv_heads, kh = bh % p.kv_heads;
+        const float* k = p.k + b * p.k_b + kh * p.k_h;
+        float* dst = kt + bh * p.d * row;
+        for (std::int64_t j = 0; j < p.sk; ++j)
+          for (std::int64_t d = d0; d < d1; ++d)
+            dst[d * row + j] = k[j * p.k_s + d];
+        for (std::int64_t d = d0; d < d1; ++d)
+          std::fill(dst + d * row + p.sk, dst + (d + 1) * row, 0.0f);
+      }
+    });
+    pt.kt = kt;
+    pt.kt_s = row;
+  }
+  const std::int64_t tasks = pt.batch * pt.heads * pt.blocks_per_head;
   parallel_for_slots(ctx, tasks, 1, [&](std::int64_t b, std::int64_t e, int slot) {
     auto* s = reinterpret_cast<float*>(scratch + slice * (slot < threads ? slot : 0));
     for (std::int64_t t = b; t < e; ++t)
-      attention_task_f32(p, t, s);
+      attention_task_f32(pt, t, s);
   });
 }
 

@@ -44,6 +44,11 @@ template <class T> struct AttnParams {
   std::int64_t bias_b, bias_h, bias_i, bias_j;
   std::int64_t shift; ///< Sk - Sq: query i is aligned with key i + shift
   std::int64_t blocks_per_head;
+  /// f32 forward: the keys transposed once per run by run_attention_f32, kt[d][j] of (b, KV head)
+  /// at kt + (b * kv_heads + kh) * d * kt_s + d * kt_s + j (rows of kt_s >= Sk + 63 floats, zero
+  /// past Sk); null: each task transposes the key tiles it reads.
+  const T* kt = nullptr;
+  std::int64_t kt_s = 0;
 };
 
 /// The query head \p h's KV head under GQA (heads / kv_heads query heads share one).
@@ -209,10 +214,24 @@ void AttnMaskInput::bind(const LowerContext& c, std::size_t slot, AttnParams<T>&
   }
 }
 
+/// Row length (floats) of the transposed keys of one (batch, KV head): Sk rounded up to 64, plus a
+/// tile of 64 (a tile starting at any key reads whole in-bounds rows), zero past Sk.
+inline std::int64_t attention_kt_row(std::int64_t sk) {
+  return (sk + kAttnTileK - 1) / kAttnTileK * kAttnTileK + kAttnTileK;
+}
+/// Bytes (64-byte aligned) of the f32 keys transposed once per run for \p batch x \p kv_heads
+/// heads of \p d features and \p sk keys.
+inline std::int64_t attention_kt_bytes(std::int64_t batch, std::int64_t kv_heads, std::int64_t sk,
+                                       std::int64_t d) {
+  return (batch * kv_heads * d * attention_kt_row(sk) * 4 + 63) / 64 * 64;
+}
+
 /// Runs every (batch, head, query block) task of \p p on the executable's pool; thread slot i
-/// uses the \p slice bytes at \p scratch + i * slice (\p threads slots).
+/// uses the \p slice bytes at \p scratch + i * slice (\p threads slots). First transposes the
+/// keys of every (batch, KV head) once into \p kt (attention_kt_bytes), which the tasks read: each
+/// query block of a head would otherwise transpose the same key tiles again.
 void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* scratch,
-                       std::int64_t slice, int threads);
+                       std::int64_t slice, int threads, float* kt);
 
 /// The cos / sin tables of RoPE for positions [offset, offset + seq) and pairs of \p n_rot
 /// features (angles in double, rounded once to \p A), and the rotation of one head row.
