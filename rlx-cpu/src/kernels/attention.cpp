@@ -51,15 +51,14 @@ static_assert(kTileK % kLanes == 0);
 /// s[i][j] = q_i · k_j for the qn rows of a block and the jn keys of a tile (unscaled).
 /// f32: the key tile is packed transposed, kt[d][j], so each query row's scores are an axpy over
 /// d vectorised across keys, four rows per pass over the tile; other types: plain dots.
-/// f32 with \p ktb (the (batch, KV head)'s keys transposed once per run, rows of p.kt_s): the tile
-/// is read from there, not transposed into \p kt.
+/// f32 with \p ktb (the (batch, KV head)'s key tiles transposed once per run; \p j0 a multiple of
+/// the tile width): the tile is read from there, not transposed into \p kt.
 template <class T, class A>
 [[gnu::always_inline]] inline void tile_scores(const AttnParams<T>& p, const T* qb, const T* kb,
                                                std::int64_t j0, std::int64_t qn, std::int64_t jn,
                                                A* s, A* kt, const A* ktb) {
   if constexpr (std::is_same_v<T, float>) {
-    const float* ktile = ktb ? ktb + j0 : kt;
-    const std::int64_t kts = ktb ? p.kt_s : kTileK;
+    const float* ktile = ktb ? ktb + j0 / kTileK * p.d * kTileK : kt;
     for (std::int64_t j = 0; j < kTileK && !ktb; ++j) {
       if (j >= jn) { // padding keys: scores of 0, masked to -inf later
         for (std::int64_t d = 0; d < p.d; ++d)
@@ -79,8 +78,8 @@ template <class T, class A>
       for (std::int64_t jc = 0; jc < kTileK; jc += kLanes) {
         V8 c0[kRows] = {}, c1[kRows] = {};
         for (std::int64_t d = 0; d < p.d; ++d) {
-          const V8 k0 = *reinterpret_cast<const V8U*>(ktile + d * kts + jc);
-          const V8 k1 = *reinterpret_cast<const V8U*>(ktile + d * kts + jc + 8);
+          const V8 k0 = *reinterpret_cast<const V8*>(ktile + d * kTileK + jc);
+          const V8 k1 = *reinterpret_cast<const V8*>(ktile + d * kTileK + jc + 8);
 #pragma GCC unroll 8
           for (std::int64_t r = 0; r < kRows; ++r) {
             const float qv = q[r][d];
@@ -197,8 +196,12 @@ template <class T, class A>
   const T* vb = p.v + b * p.v_b + kh * p.v_h;
   const A* ktb = nullptr;
   if constexpr (std::is_same_v<T, A>)
-    ktb = p.kt ? p.kt + (b * p.kv_heads + kh) * p.d * p.kt_s : nullptr;
-  const auto [jmin, jmax] = attention_key_range(p, q0, qn);
+    ktb = p.kt ? p.kt + (b * p.kv_heads + kh) * attention_tiles(p.sk) * p.d * kTileK : nullptr;
+  auto [jmin, jmax] = attention_key_range(p, q0, qn);
+  // Transposed tiles start at multiples of the tile width: a sliding window's first tile starts
+  // earlier, its extra keys hidden by the mask like any key before the window.
+  if (ktb)
+    jmin = jmin / kTileK * kTileK;
   const auto scale = static_cast<A>(p.scale);
   const auto cap = static_cast<A>(p.softcap);
 
@@ -433,25 +436,23 @@ void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* 
                        std::int64_t slice, int threads, float* kt) {
   AttnParams<float> pt = p;
   if (kt) {
-    // kt[d][j] per (batch, KV head), (KV head, feature block) pairs in parallel; zero past Sk.
-    constexpr std::int64_t kDBlock = 16;
-    const std::int64_t row = attention_kt_row(p.sk), dblocks = (p.d + kDBlock - 1) / kDBlock;
-    parallel_for(ctx, p.batch * p.kv_heads * dblocks, 1, [&](std::int64_t t0, std::int64_t t1) {
+    // Each (batch, KV head, key tile) once, in parallel: [D][Tk] blocks, zero past Sk.
+    const std::int64_t tiles = attention_tiles(p.sk);
+    parallel_for(ctx, p.batch * p.kv_heads * tiles, 1, [&](std::int64_t t0, std::int64_t t1) {
       for (std::int64_t t = t0; t < t1; ++t) {
-        const std::int64_t bh = t / dblocks, d0 = (t % dblocks) * kDBlock;
-        const std::int64_t d1 = std::min(p.d, d0 + kDBlock);
+        const std::int64_t bh = t / tiles, j0 = (t % tiles) * kTileK;
         const std::int64_t b = bh / p.kv_heads, kh = bh % p.kv_heads;
-        const float* k = p.k + b * p.k_b + kh * p.k_h;
-        float* dst = kt + bh * p.d * row;
-        for (std::int64_t j = 0; j < p.sk; ++j)
-          for (std::int64_t d = d0; d < d1; ++d)
-            dst[d * row + j] = k[j * p.k_s + d];
-        for (std::int64_t d = d0; d < d1; ++d)
-          std::fill(dst + d * row + p.sk, dst + (d + 1) * row, 0.0f);
+        const std::int64_t jn = std::min(kTileK, p.sk - j0);
+        const float* k = p.k + b * p.k_b + kh * p.k_h + j0 * p.k_s;
+        float* dst = kt + t * p.d * kTileK;
+        for (std::int64_t j = 0; j < jn; ++j)
+          for (std::int64_t d = 0; d < p.d; ++d)
+            dst[d * kTileK + j] = k[j * p.k_s + d];
+        for (std::int64_t d = 0; jn < kTileK && d < p.d; ++d)
+          std::fill(dst + d * kTileK + jn, dst + (d + 1) * kTileK, 0.0f);
       }
     });
     pt.kt = kt;
-    pt.kt_s = row;
   }
   const std::int64_t tasks = pt.batch * pt.heads * pt.blocks_per_head;
   parallel_for_slots(ctx, tasks, 1, [&](std::int64_t b, std::int64_t e, int slot) {

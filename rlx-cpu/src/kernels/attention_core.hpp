@@ -44,12 +44,17 @@ template <class T> struct AttnParams {
   std::int64_t bias_b, bias_h, bias_i, bias_j;
   std::int64_t shift; ///< Sk - Sq: query i is aligned with key i + shift
   std::int64_t blocks_per_head;
-  /// f32 forward: the keys transposed once per run by run_attention_f32, kt[d][j] of (b, KV head)
-  /// at kt + (b * kv_heads + kh) * d * kt_s + d * kt_s + j (rows of kt_s >= Sk + 63 floats, zero
-  /// past Sk); null: each task transposes the key tiles it reads.
+  /// f32 forward: the keys transposed once per run by run_attention_f32, tile by tile as a task
+  /// would: tile t (keys [t Tk, t Tk + Tk)) of (b, KV head) is a [D][Tk] block (zero past Sk) at
+  /// kt + ((b * kv_heads + kh) * attention_tiles(sk) + t) * d * Tk. Null: each task transposes
+  /// the key tiles it reads.
   const T* kt = nullptr;
-  std::int64_t kt_s = 0;
 };
+
+/// Key tiles of \p sk keys.
+inline std::int64_t attention_tiles(std::int64_t sk) {
+  return (sk + kAttnTileK - 1) / kAttnTileK;
+}
 
 /// The query head \p h's KV head under GQA (heads / kv_heads query heads share one).
 template <class T> std::int64_t attention_kv_head(const AttnParams<T>& p, std::int64_t h) {
@@ -214,16 +219,11 @@ void AttnMaskInput::bind(const LowerContext& c, std::size_t slot, AttnParams<T>&
   }
 }
 
-/// Row length (floats) of the transposed keys of one (batch, KV head): Sk rounded up to 64, plus a
-/// tile of 64 (a tile starting at any key reads whole in-bounds rows), zero past Sk.
-inline std::int64_t attention_kt_row(std::int64_t sk) {
-  return (sk + kAttnTileK - 1) / kAttnTileK * kAttnTileK + kAttnTileK;
-}
 /// Bytes (64-byte aligned) of the f32 keys transposed once per run for \p batch x \p kv_heads
 /// heads of \p d features and \p sk keys.
 inline std::int64_t attention_kt_bytes(std::int64_t batch, std::int64_t kv_heads, std::int64_t sk,
                                        std::int64_t d) {
-  return (batch * kv_heads * d * attention_kt_row(sk) * 4 + 63) / 64 * 64;
+  return (batch * kv_heads * attention_tiles(sk) * d * kAttnTileK * 4 + 63) / 64 * 64;
 }
 
 /// Runs every (batch, head, query block) task of \p p on the executable's pool; thread slot i
