@@ -117,7 +117,7 @@ std::shared_ptr<compile::WeightRegion::Derived> make_own(const std::string& layo
 
 /// The buffer of a derived copy made by make_packed() or make_own().
 std::byte* copy_buffer(const compile::WeightRegion::Derived& d) {
-  if (d.kind == kPackedKind)
+  if (std::string_view(d.kind).starts_with(kPackedKind))
     return static_cast<PackedWeight*>(d.state.get())->buffer.get();
   return static_cast<OwnPacked*>(d.state.get())->buffer.get();
 }
@@ -326,6 +326,16 @@ void* CpuExecutable::packed(ir::NodeId source, const std::byte* src,
     weights_->add_derived(name, d, this);
     return count(d);
   }
+  if (is_weight_concat(*building_, source))
+    return concat_copy(
+        source, src,
+        [&](const compile::WeightRegion::Derived& d) {
+          if (!d.kind.starts_with(kPackedKind))
+            return false;
+          const auto* w = static_cast<const PackedWeight*>(d.state.get());
+          return w->plain_md == src_md && w->packed_md == packed_md;
+        },
+        [&] { return make_packed(src_md, packed_md); });
   for (const ConstantPack& p : constant_packs_)
     if (p.source == source && p.copy->kind == kPackedKind &&
         static_cast<PackedWeight*>(p.copy->state.get())->packed_md == packed_md)
@@ -363,6 +373,11 @@ void* CpuExecutable::packed_own(ir::NodeId source, const std::byte* src, const s
     weights_->add_derived(name, d, this);
     return count_copy(d);
   }
+  if (is_weight_concat(*building_, source))
+    return concat_copy(
+        source, src,
+        [&](const compile::WeightRegion::Derived& d) { return d.kind.starts_with(kind + " of"); },
+        [&] { return make_own(layout, bytes, pack, unpack); });
   for (const ConstantPack& p : constant_packs_)
     if (p.source == source && p.copy->kind == kind)
       return count_copy(p.copy);
@@ -370,6 +385,48 @@ void* CpuExecutable::packed_own(ir::NodeId source, const std::byte* src, const s
   d->refresh(src); // a constant: its value is in the arena already
   constant_packs_.push_back({source, d});
   return count_copy(d);
+}
+
+std::byte* CpuExecutable::concat_copy(
+    ir::NodeId source, const std::byte* src,
+    const std::function<bool(const compile::WeightRegion::Derived&)>& same,
+    const std::function<std::shared_ptr<compile::WeightRegion::Derived>()>& make) {
+  // The concatenation's own copies (weight_concat(), registered when the Concat node was lowered,
+  // before any reader) refresh the buffer at src first whenever an operand is written; each
+  // operand's copy here then recomputes the whole packed copy from it. One copy per operand so
+  // that writing any of them refreshes the result; all share one buffer (state).
+  const ir::Node& n = building_->node(source);
+  std::vector<std::string> names;
+  std::string of = " of concat ";
+  for (ir::NodeId i : n.inputs) {
+    names.push_back(building_->node(i).attr<ir::LeafAttrs>().name);
+    of += (names.size() > 1 ? "," : "") + names.back();
+  }
+  for (const auto& d : weights_->derived(names[0])) {
+    if (!d->kind.ends_with(of) || !same(*d))
+      continue;
+    std::shared_ptr<compile::WeightRegion::Derived> first;
+    for (const auto& name : names)
+      for (const auto& e : weights_->derived(name))
+        if (e->kind == d->kind && e->state == d->state) {
+          weights_->use_derived(name, e, this);
+          first = first ? first : e;
+        }
+    return count_copy(first);
+  }
+  const std::shared_ptr<compile::WeightRegion::Derived> made = make();
+  std::shared_ptr<compile::WeightRegion::Derived> first;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    auto d = std::make_shared<compile::WeightRegion::Derived>();
+    d->kind = made->kind + of;
+    d->state = made->state;
+    d->bytes = i == 0 ? made->bytes : 0; // one buffer, counted once
+    d->refresh = [refresh = made->refresh, src](const std::byte*) { refresh(src); };
+    // No restore: the concatenation's own copies give the plain bytes back.
+    weights_->add_derived(names[i], d, this);
+    first = first ? first : d;
+  }
+  return count_copy(first);
 }
 
 CpuExecutable::~CpuExecutable() {

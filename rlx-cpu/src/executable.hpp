@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -99,6 +100,14 @@ private:
   void* packed_own(ir::NodeId source, const std::byte* src, const std::string& layout,
                    std::int64_t bytes, const onednn::OwnPackFn& pack,
                    const onednn::OwnPackFn& unpack) override;
+  /// The copy made by \p make of weight Concat \p source (its buffer at \p src, kept by
+  /// weight_concat()): a derived copy of each operand weight, all sharing one buffer, each
+  /// recomputing it from \p src when its weight is written. An existing copy for which \p same
+  /// holds is shared. \returns the buffer.
+  std::byte*
+  concat_copy(ir::NodeId source, const std::byte* src,
+              const std::function<bool(const compile::WeightRegion::Derived&)>& same,
+              const std::function<std::shared_ptr<compile::WeightRegion::Derived>()>& make);
   /// Counts derived copy \p d in packed_bytes_ once; \returns its buffer.
   std::byte* count_copy(const std::shared_ptr<compile::WeightRegion::Derived>& d);
 

@@ -46,6 +46,17 @@ struct BlockArgs {
   /// Called on every finished tile (rows x cols at c, row stride ldc), or null.
   void (*epilogue)(void* arg, float* c, std::int64_t ldc, int rows, int cols) = nullptr;
   void* epilogue_arg = nullptr;
+  /// A second product over the same block, A · B2 (+ bias2), computed tile by tile beside the
+  /// first while A's sliver is in L1 (SwiGLU's gate beside its up product), or null. It is
+  /// accumulated in c2: the block's own buffer, C2(i, j) at c2[(i - i0) * ldc2 + (j - j0)].
+  const float* b2_pack = nullptr;
+  const float* bias2 = nullptr;
+  float* c2 = nullptr;
+  std::int64_t ldc2 = 0;
+  /// With b2_pack: called on every finished pair of tiles (rows x cols of C at c and of C2 at c2)
+  /// instead of \p epilogue, to combine them into C.
+  void (*pair_epilogue)(float* c, std::int64_t ldc, const float* c2, std::int64_t ldc2, int rows,
+                        int cols) = nullptr;
 };
 
 /// The functions compiled once per instruction set.

@@ -36,9 +36,9 @@ struct MatMulSpec {
   const std::byte* bias = nullptr;
   /// Activation applied after the bias (epilogue).
   ir::Activation act = ir::Activation::none;
-  /// oneDNN: let the primitive choose b's layout and read b from a packed copy (b must be a 2-D
-  /// Param or Constant, node \p b_source, and \p packer must be set when the kernel is built).
-  /// Other implementations ignore it.
+  /// Read b from a copy kept by \p packer (oneDNN's chosen layout, the packed GEMM's panels,
+  /// OpenBLAS's [K, N] copy of a transposed weight): b must be a 2-D Param, Constant or Concat of
+  /// Params (is_weight_concat), node \p b_source, and \p packer set when the kernel is built.
   bool pack_b = false;
   ir::NodeId b_source;
   onednn::WeightPacker* packer = nullptr;
@@ -47,7 +47,8 @@ struct MatMulSpec {
 };
 
 /// Sets \p s's weight operand from input \p w of \p n: its sizes and node (b_source), whether it
-/// is packed once (a 2-D f32 Param or Constant; \p s.dtype must be set) and \p n's threads.
+/// is packed once (a 2-D f32 Param, Constant or weight Concat; \p s.dtype must be set) and \p n's
+/// threads.
 void set_weight_operand(MatMulSpec& s, const NodeView& n, std::size_t w);
 
 /// The GEMM implementations, in preference order.
@@ -86,5 +87,14 @@ std::int64_t packed_gemm_scratch_bytes(const MatMulSpec& spec,
 /// Builds it with \p isa's tile code (tests call each ISA; the provider uses best_isa()).
 std::unique_ptr<Kernel> make_packed_gemm(const MatMulSpec& spec, std::byte* scratch,
                                          packed::Isa isa = packed::best_isa());
+/// Whether the packed GEMM runs SwiGLU's pair out = (x · B_up) · silu(x · B_gate) as one product
+/// (\p gate with the silu activation, \p up with none; both f32 weights packed once, one shape).
+bool packed_pair_accepts(const MatMulSpec& gate, const MatMulSpec& up);
+/// The pair's scratch bytes: per thread a packed A block and the block's gate product.
+std::int64_t packed_pair_scratch_bytes(const MatMulSpec& up, packed::Isa isa = packed::best_isa());
+/// The pair's kernel: each gate tile is computed beside the up tile it scales (the A sliver in L1)
+/// into the block's scratch and combined at once; the gate product is never written out whole.
+std::unique_ptr<Kernel> make_packed_pair(const MatMulSpec& gate, const MatMulSpec& up,
+                                         std::byte* scratch, packed::Isa isa = packed::best_isa());
 
 } // namespace rlx::cpu

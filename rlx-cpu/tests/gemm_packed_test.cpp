@@ -343,6 +343,112 @@ TEST(GemmPacked, BWeightCopyIsPackedOnceAndRestoresThePlainBytes) {
     }
 }
 
+/// SwiGLU's pair as one packed product (make_packed_pair) against the double-precision
+/// (x · w_up + b_up) · silu(x · w_gate + b_gate), within the f32 error bound of two K-term sums
+/// carried through the product: row blocks (M > 144), K blocks (K > kc), N blocks and edge tiles,
+/// both weight layouts, with and without biases, one and two threads.
+TEST(GemmPacked, SwiGluPairMatchesTheDoubleProducts) {
+  struct Shape {
+    std::int64_t m, k, n;
+  };
+  for (Isa isa : supported_isas())
+    for (Shape sh : {Shape{10, 16, 24}, Shape{150, 300, 1100}, Shape{7, 600, 40}})
+      for (bool tb : {true, false})
+        for (bool bias : {false, true})
+          for (int threads : {1, 2}) {
+            SCOPED_TRACE(std::string(cpu::packed::isa_name(isa)) + " m" + std::to_string(sh.m) +
+                         " k" + std::to_string(sh.k) + " n" + std::to_string(sh.n) +
+                         (tb ? " [N, K]" : " [K, N]") + (bias ? " bias" : "") + " threads " +
+                         std::to_string(threads));
+            const auto x = random_floats(sh.m * sh.k, 1);
+            const auto wg = random_floats(sh.k * sh.n, 2), wu = random_floats(sh.k * sh.n, 3);
+            const auto bg = random_floats(sh.n, 4), bu = random_floats(sh.n, 5);
+            std::vector<float> out(static_cast<std::size_t>(sh.m * sh.n), 7.0f);
+            TestPacker packer;
+            packer.plain_bytes = wg.size() * 4;
+            auto spec = [&](const std::vector<float>& w, const std::vector<float>& b,
+                            ir::Activation act) {
+              MatMulSpec s;
+              s.a_sizes = {sh.m, sh.k};
+              s.b_sizes = tb ? std::vector<std::int64_t>{sh.n, sh.k}
+                             : std::vector<std::int64_t>{sh.k, sh.n};
+              s.out_sizes = {sh.m, sh.n};
+              s.transpose_b = tb;
+              s.a = reinterpret_cast<const std::byte*>(x.data());
+              s.b = reinterpret_cast<const std::byte*>(w.data());
+              s.out = reinterpret_cast<std::byte*>(out.data());
+              s.has_bias = bias;
+              s.bias = bias ? reinterpret_cast<const std::byte*>(b.data()) : nullptr;
+              s.act = act;
+              s.threads = threads;
+              s.pack_b = true;
+              s.packer = &packer;
+              return s;
+            };
+            const MatMulSpec g = spec(wg, bg, ir::Activation::silu);
+            const MatMulSpec u = spec(wu, bu, ir::Activation::none);
+            ASSERT_TRUE(cpu::packed_pair_accepts(g, u));
+            Aligned scratch(cpu::packed_pair_scratch_bytes(u, isa));
+            auto kernel = cpu::make_packed_pair(g, u, scratch.p, isa);
+            EXPECT_EQ(packer.copies.size(), 2u); // both weights packed once
+            EXPECT_TRUE(packer.restored_ok);
+            tbb::task_arena pool(threads);
+            cpu::ExecContext ctx{&pool, nullptr, threads};
+            kernel->run(ctx);
+            kernel->run(ctx); // a second run gives the same (nothing accumulates across runs)
+            const double gamma = 4.0 * static_cast<double>(sh.k + 1) * 6e-8;
+            int bad = 0;
+            for (std::int64_t i = 0; i < sh.m; ++i)
+              for (std::int64_t j = 0; j < sh.n; ++j) {
+                double gs = bias ? bg[static_cast<std::size_t>(j)] : 0.0, gm = std::fabs(gs);
+                double us = bias ? bu[static_cast<std::size_t>(j)] : 0.0, um = std::fabs(us);
+                for (std::int64_t p = 0; p < sh.k; ++p) {
+                  const double xv = x[static_cast<std::size_t>(i * sh.k + p)];
+                  const auto wi = static_cast<std::size_t>(tb ? j * sh.k + p : p * sh.n + j);
+                  gs += xv * wg[wi];
+                  gm += std::fabs(xv * wg[wi]);
+                  us += xv * wu[wi];
+                  um += std::fabs(xv * wu[wi]);
+                }
+                const double sg = act_ref(ir::Activation::silu, gs);
+                const double want = us * sg;
+                // up's error times silu(gate), plus up times gate's error through silu' (<= 1.1),
+                // plus the rounding of the silu and the product.
+                const double tol = gamma * um * std::fabs(sg) +
+                                   1.1 * (std::fabs(us) + gamma * um) * gamma * gm +
+                                   1e-6 * std::fabs(want) + 1e-7;
+                const double got = out[static_cast<std::size_t>(i * sh.n + j)];
+                if (!(std::fabs(got - want) <= tol) && ++bad <= 3)
+                  ADD_FAILURE() << "out[" << i << "," << j << "] = " << got << ", want " << want;
+              }
+          }
+}
+
+TEST(GemmPacked, SwiGluPairDeclinesWhatItCannotRun) {
+  MatMulSpec g;
+  g.a_sizes = {4, 8};
+  g.b_sizes = {16, 8};
+  g.out_sizes = {4, 16};
+  g.transpose_b = true;
+  g.pack_b = true;
+  g.act = ir::Activation::silu;
+  MatMulSpec u = g;
+  u.act = ir::Activation::none;
+  EXPECT_TRUE(cpu::packed_pair_accepts(g, u));
+  MatMulSpec bad = u;
+  bad.pack_b = false; // a weight packed per run
+  EXPECT_FALSE(cpu::packed_pair_accepts(g, bad));
+  bad = g;
+  bad.act = ir::Activation::relu; // not SwiGLU's gate
+  EXPECT_FALSE(cpu::packed_pair_accepts(bad, u));
+  bad = u;
+  bad.b_sizes = {16, 4}; // another shape
+  EXPECT_FALSE(cpu::packed_pair_accepts(g, bad));
+  bad = u;
+  bad.dtype = ir::DType::f64;
+  EXPECT_FALSE(cpu::packed_pair_accepts(g, bad));
+}
+
 TEST(GemmPacked, BatchedAndBroadcastProducts) {
   for (Isa isa : supported_isas()) {
     check({{3, 2, 9, 20}, {2, 20, 33}, {3, 2, 9, 33}}, isa, 2); // B broadcast over the first dim

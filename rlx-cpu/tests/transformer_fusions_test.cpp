@@ -26,14 +26,15 @@ using cpu::testing::CpuRun;
 using cpu::testing::random_tensor;
 using cpu::testing::run;
 
-/// Runs \p g fused and unfused under oneDNN, auto and OpenBLAS and against the reference; \returns
-/// the fused run of the last. Auto measures every product here (no work threshold), so its choices
-/// are exercised too.
+/// Runs \p g fused and unfused under oneDNN, auto, OpenBLAS and the packed GEMM and against the
+/// reference; \returns the fused run of the last. Auto measures every product here (no work
+/// threshold), so its choices are exercised too.
 CpuRun check(const Graph& g, double tol) {
   return cpu::testing::check_fused(g, tol, cpu::testing::random_leaf_values(g),
                                    {cpu::CpuOptions{cpu::GemmProvider::onednn, 0, false, 0},
                                     cpu::CpuOptions{cpu::GemmProvider::automatic, 0, false, 0},
-                                    cpu::CpuOptions{cpu::GemmProvider::openblas, 0, false, 0}});
+                                    cpu::CpuOptions{cpu::GemmProvider::openblas, 0, false, 0},
+                                    cpu::CpuOptions{cpu::GemmProvider::packed, 0, false, 0}});
 }
 
 TEST(CpuTransformerFusions, LlamaFfnRunsAsOneSwiGluMatMul) {
@@ -119,34 +120,39 @@ TEST(CpuTransformerFusions, QkvRunsAsOnePackedGemmWithTheConcatInTheWeightRegion
 }
 
 TEST(CpuTransformerFusions, WritingOneWeightRefreshesThePackedCopy) {
-  for (bool tb : {true, false}) {
-    SCOPED_TRACE(tb);
-    const Graph g = qkv_graph(tb);
-    const cpu::CpuBackend backend;
-    const auto values = cpu::testing::random_leaf_values(g, 40);
-    const ir::reference::TensorMap& all = values.all;
-    ir::reference::TensorMap params = values.params;
-    CpuRun first = run(g, backend, true, all);
-    EXPECT_EQ(first.fusion.applied["shared_input_matmul_bias"], 3) << first.fusion.str();
-    compile::CompileOptions o;
-    auto exe = backend.compile(compile::CompilePipeline(backend, o).run(g).lir);
-    for (const auto& [name, v] : all) {
-      if (name == "x")
-        exe->set_input(name, v);
-      else
-        exe->set_param(name, v);
+  // Every provider reads the concatenation through a copy of its own (oneDNN's packed layout, the
+  // packed GEMM's panels, OpenBLAS's [K, N] copy), recomputed when any operand weight is written.
+  for (auto provider : {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas,
+                        cpu::GemmProvider::packed, cpu::GemmProvider::automatic})
+    for (bool tb : {true, false}) {
+      SCOPED_TRACE(std::string(tb ? "[N, K]" : "[K, N]") + " weights, provider " +
+                   std::string(cpu::gemm_provider_name(provider)));
+      const Graph g = qkv_graph(tb);
+      const cpu::CpuBackend backend(cpu::CpuOptions{provider, 0});
+      const auto values = cpu::testing::random_leaf_values(g, 40);
+      const ir::reference::TensorMap& all = values.all;
+      ir::reference::TensorMap params = values.params;
+      CpuRun first = run(g, backend, true, all);
+      EXPECT_EQ(first.fusion.applied["shared_input_matmul_bias"], 3) << first.fusion.str();
+      compile::CompileOptions o;
+      auto exe = backend.compile(compile::CompilePipeline(backend, o).run(g).lir);
+      for (const auto& [name, v] : all) {
+        if (name == "x")
+          exe->set_input(name, v);
+        else
+          exe->set_param(name, v);
+      }
+      exe->execute();
+      // A new K weight and V bias after the first run reach the packed copies.
+      params["k.weight"] = random_tensor(params["k.weight"].shape(), 99);
+      params["v.bias"] = random_tensor(params["v.bias"].shape(), 98);
+      exe->set_param("k.weight", params["k.weight"]);
+      exe->set_param("v.bias", params["v.bias"]);
+      exe->execute();
+      const auto want = ir::reference::evaluate(g, values.inputs, params);
+      for (std::size_t i = 0; i < want.size(); ++i)
+        EXPECT_LE(ir::max_abs_diff(exe->output(i), want[i]), 2e-5) << "output " << i;
     }
-    exe->execute();
-    // A new K weight and V bias after the first run reach the packed copies.
-    params["k.weight"] = random_tensor(params["k.weight"].shape(), 99);
-    params["v.bias"] = random_tensor(params["v.bias"].shape(), 98);
-    exe->set_param("k.weight", params["k.weight"]);
-    exe->set_param("v.bias", params["v.bias"]);
-    exe->execute();
-    const auto want = ir::reference::evaluate(g, values.inputs, params);
-    for (std::size_t i = 0; i < want.size(); ++i)
-      EXPECT_LE(ir::max_abs_diff(exe->output(i), want[i]), 2e-5) << "output " << i;
-  }
 }
 
 TEST(CpuTransformerFusions, PackedColumnsGiveTheirWeightsBack) {

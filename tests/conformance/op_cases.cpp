@@ -1049,6 +1049,17 @@ void fused_transformer_cases(Table& t) {
     t.add("swiglu_matmul_kn_" + dn(d), K::SwiGluMatMul,
           {x, as_param(in("w_gate", {16, 24}, d)), as_param(in("w_up", {16, 24}, d))},
           ir::SwiGluMatMulAttrs{true}, tol);
+    // ---- perf9: a K of 300 (two K blocks of the packed GEMM's pair, the gate accumulated in the
+    // block's scratch), 9 rows, N = 40; x within ±1 and weights within ±0.05, so each product's
+    // terms sum to at most 300 · 0.05 = 15 in magnitude, and |gate|, |up| <= 15.
+    const double s3 = 15;
+    const Tolerance tol3{2 * 301 * s3 * s3 * u + 64 * u * s3, 64 * u,
+                         "two 300-term GEMMs (gamma_300·15 each, values up to 15), SiLU within "
+                         "16 ulp, one product"};
+    t.add("swiglu_matmul_k300_" + dn(d), K::SwiGluMatMul,
+          {in("x", {9, 300}, d, -1, 1), as_param(in("w_gate", {40, 300}, d, -0.05, 0.05)),
+           as_param(in("w_up", {40, 300}, d, -0.05, 0.05))},
+          ir::SwiGluMatMulAttrs{}, tol3);
   }
 }
 

@@ -37,15 +37,29 @@ std::int64_t task_scratch_elems(std::int64_t d, std::int64_t dv) {
 
 constexpr std::int64_t kRows = 4; ///< query rows per register block of the f32 micro-kernels
 
+/// 8 floats as one GCC vector (an AVX2 register; half an AVX-512 one), so a kRows x 16 block of
+/// accumulators (8 AVX2 registers) stays in registers: the former kRows x 64 block needed 32 AVX2
+/// registers and lived on the stack, loaded and stored around every FMA. (A 16-float vector type
+/// is no better on AVX2: GCC lowers a vector wider than the hardware's through memory.) Never
+/// passed by value across a call (that would change the ABI between the clones).
+using V8 = float __attribute__((vector_size(32)));
+/// The same vector at any float alignment (value rows read by strides).
+using V8U = float __attribute__((vector_size(32), aligned(4)));
+constexpr std::int64_t kLanes = 16; ///< columns of one register block: two V8
+static_assert(kTileK % kLanes == 0);
+
 /// s[i][j] = q_i · k_j for the qn rows of a block and the jn keys of a tile (unscaled).
 /// f32: the key tile is packed transposed, kt[d][j], so each query row's scores are an axpy over
 /// d vectorised across keys, four rows per pass over the tile; other types: plain dots.
+/// f32 with \p ktb (the (batch, KV head)'s key tiles transposed once per run; \p j0 a multiple of
+/// the tile width): the tile is read from there, not transposed into \p kt.
 template <class T, class A>
 [[gnu::always_inline]] inline void tile_scores(const AttnParams<T>& p, const T* qb, const T* kb,
                                                std::int64_t j0, std::int64_t qn, std::int64_t jn,
-                                               A* s, A* kt) {
+                                               A* s, A* kt, const A* ktb) {
   if constexpr (std::is_same_v<T, float>) {
-    for (std::int64_t j = 0; j < kTileK; ++j) {
+    const float* ktile = ktb ? ktb + j0 / kTileK * p.d * kTileK : kt;
+    for (std::int64_t j = 0; j < kTileK && !ktb; ++j) {
       if (j >= jn) { // padding keys: scores of 0, masked to -inf later
         for (std::int64_t d = 0; d < p.d; ++d)
           kt[d * kTileK + j] = 0.0f;
@@ -56,23 +70,31 @@ template <class T, class A>
         kt[d * kTileK + j] = kj[d];
     }
     for (std::int64_t i0 = 0; i0 < qn; i0 += kRows) {
-      float c[kRows][kTileK] = {};
       const float* q[kRows];
       for (std::int64_t r = 0; r < kRows; ++r)
         q[r] = qb + std::min(i0 + r, qn - 1) * p.q_s; // a short block repeats its last row
-      for (std::int64_t d = 0; d < p.d; ++d) {
-        const float* kd = kt + d * kTileK;
-        for (std::int64_t r = 0; r < kRows; ++r) {
-          float qv = q[r][d];
-#pragma omp simd
-          for (std::int64_t j = 0; j < kTileK; ++j)
-            c[r][j] += qv * kd[j];
+      // kRows x 16 blocks of scores in registers; the key tile and the score rows are 64-byte
+      // aligned (the task's scratch slice).
+      for (std::int64_t jc = 0; jc < kTileK; jc += kLanes) {
+        V8 c0[kRows] = {}, c1[kRows] = {};
+        for (std::int64_t d = 0; d < p.d; ++d) {
+          const V8 k0 = *reinterpret_cast<const V8*>(ktile + d * kTileK + jc);
+          const V8 k1 = *reinterpret_cast<const V8*>(ktile + d * kTileK + jc + 8);
+#pragma GCC unroll 8
+          for (std::int64_t r = 0; r < kRows; ++r) {
+            const float qv = q[r][d];
+            c0[r] += qv * k0;
+            c1[r] += qv * k1;
+          }
+        }
+        for (std::int64_t r = 0; r < kRows && i0 + r < qn; ++r) {
+          *reinterpret_cast<V8*>(s + (i0 + r) * kTileK + jc) = c0[r];
+          *reinterpret_cast<V8*>(s + (i0 + r) * kTileK + jc + 8) = c1[r];
         }
       }
-      for (std::int64_t r = 0; r < kRows && i0 + r < qn; ++r)
-        std::memcpy(s + (i0 + r) * kTileK, c[r], sizeof c[r]);
     }
   } else {
+    (void)ktb;
     for (std::int64_t i = 0; i < qn; ++i) {
       const T* qi = qb + i * p.q_s;
       for (std::int64_t j = 0; j < jn; ++j) {
@@ -86,33 +108,40 @@ template <class T, class A>
   }
 }
 
-/// acc_i += Σ_j p_ij v_j over a tile. f32: a 4-row × 64-column block of accumulators stays in
+/// acc_i += Σ_j p_ij v_j over a tile. f32: a 4-row × 16-column block of accumulators stays in
 /// registers while the tile's value rows stream past.
 template <class T, class A>
 [[gnu::always_inline]] inline void tile_values(const AttnParams<T>& p, const T* vb, std::int64_t j0,
                                                std::int64_t qn, std::int64_t jn, const A* s,
                                                A* acc) {
   if constexpr (std::is_same_v<T, float>) {
-    constexpr std::int64_t kCols = 64;
+    constexpr std::int64_t kCols = kLanes;
     for (std::int64_t i0 = 0; i0 < qn; i0 += kRows) {
       std::int64_t rows = std::min(kRows, qn - i0);
       for (std::int64_t c0 = 0; c0 < p.dv; c0 += kCols) {
         if (p.dv - c0 >= kCols) {
-          float a[kRows][kCols];
-          for (std::int64_t r = 0; r < kRows; ++r)
-            for (std::int64_t d = 0; d < kCols; ++d)
-              a[r][d] = r < rows ? acc[(i0 + r) * p.dv + c0 + d] : 0.0f;
+          V8 a0[kRows], a1[kRows];
+#pragma GCC unroll 8
+          for (std::int64_t r = 0; r < kRows; ++r) {
+            const float* ar = acc + (i0 + r) * p.dv + c0;
+            a0[r] = r < rows ? *reinterpret_cast<const V8U*>(ar) : V8{};
+            a1[r] = r < rows ? *reinterpret_cast<const V8U*>(ar + 8) : V8{};
+          }
           for (std::int64_t j = 0; j < jn; ++j) {
-            const float* vj = vb + (j0 + j) * p.v_s + c0;
+            const V8 v0 = *reinterpret_cast<const V8U*>(vb + (j0 + j) * p.v_s + c0);
+            const V8 v1 = *reinterpret_cast<const V8U*>(vb + (j0 + j) * p.v_s + c0 + 8);
+#pragma GCC unroll 8
             for (std::int64_t r = 0; r < kRows; ++r) {
-              float pr = r < rows ? s[(i0 + r) * kTileK + j] : 0.0f;
-#pragma omp simd
-              for (std::int64_t d = 0; d < kCols; ++d)
-                a[r][d] += pr * vj[d];
+              const float pr = r < rows ? s[(i0 + r) * kTileK + j] : 0.0f;
+              a0[r] += pr * v0;
+              a1[r] += pr * v1;
             }
           }
-          for (std::int64_t r = 0; r < rows; ++r)
-            std::memcpy(acc + (i0 + r) * p.dv + c0, a[r], sizeof a[r]);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            float* ar = acc + (i0 + r) * p.dv + c0;
+            *reinterpret_cast<V8U*>(ar) = a0[r];
+            *reinterpret_cast<V8U*>(ar + 8) = a1[r];
+          }
         } else {
           for (std::int64_t j = 0; j < jn; ++j) {
             const float* vj = vb + (j0 + j) * p.v_s;
@@ -165,13 +194,20 @@ template <class T, class A>
   const T* qb = p.q + b * p.q_b + h * p.q_h + q0 * p.q_s;
   const T* kb = p.k + b * p.k_b + kh * p.k_h;
   const T* vb = p.v + b * p.v_b + kh * p.v_h;
-  const auto [jmin, jmax] = attention_key_range(p, q0, qn);
+  const A* ktb = nullptr;
+  if constexpr (std::is_same_v<T, A>)
+    ktb = p.kt ? p.kt + (b * p.kv_heads + kh) * attention_tiles(p.sk) * p.d * kTileK : nullptr;
+  auto [jmin, jmax] = attention_key_range(p, q0, qn);
+  // Transposed tiles start at multiples of the tile width: a sliding window's first tile starts
+  // earlier, its extra keys hidden by the mask like any key before the window.
+  if (ktb)
+    jmin = jmin / kTileK * kTileK;
   const auto scale = static_cast<A>(p.scale);
   const auto cap = static_cast<A>(p.softcap);
 
   for (std::int64_t j0 = jmin; j0 < jmax; j0 += kTileK) {
     std::int64_t jn = std::min(kTileK, jmax - j0);
-    tile_scores<T, A>(p, qb, kb, j0, qn, jn, s, kt);
+    tile_scores<T, A>(p, qb, kb, j0, qn, jn, s, kt, ktb);
     // Scale, softcap, bias and masks. Entries past jn are -inf, so the vector loops below run the
     // full, aligned tile width (no scalar peel or remainder) and those keys weigh 0.
     for (std::int64_t i = 0; i < qn; ++i)
@@ -236,10 +272,12 @@ std::int64_t thread_slice_bytes(const NodeView& n) {
   const AttnDims s = attention_dims(n);
   return attention_slice_bytes(s.d, s.dv, n.out().dtype == ir::DType::f32 ? 4 : 8);
 }
+/// Scratch: the thread slices, the padding keep flags, then (f32) the keys transposed per run.
 std::int64_t attention_scratch(const NodeView& n) {
   const AttnDims s = attention_dims(n);
   return thread_slice_bytes(n) * n.threads +
-         attention_keep_bytes(n.node().attr<ir::AttentionAttrs>().mask, s.batch, s.sk);
+         attention_keep_bytes(n.node().attr<ir::AttentionAttrs>().mask, s.batch, s.sk) +
+         (n.out().dtype == ir::DType::f32 ? attention_kt_bytes(s.batch, s.kv_heads, s.sk, s.d) : 0);
 }
 
 template <class T> class AttentionKernel final : public Kernel {
@@ -253,12 +291,16 @@ public:
     threads_ = c.threads;
     scratch_ = c.scratch(attention_scratch(c));
     mask_.bind(c, 3, p_, scratch_ + slice_ * c.threads);
+    const AttnDims s = attention_dims(c);
+    kt_ = reinterpret_cast<float*>(
+        scratch_ + slice_ * c.threads +
+        attention_keep_bytes(c.node().attr<ir::AttentionAttrs>().mask, s.batch, s.sk));
   }
 
   void run(ExecContext& ctx) override {
     mask_.refresh();
     if constexpr (std::is_same_v<T, float>) {
-      run_attention_f32(ctx, p_, scratch_, slice_, threads_);
+      run_attention_f32(ctx, p_, scratch_, slice_, threads_, kt_);
     } else {
       parallel_for_slots(ctx, tasks_, 1, [&](std::int64_t b, std::int64_t e, int slot) {
         A* scratch = reinterpret_cast<A*>(scratch_ + slice_ * (slot < threads_ ? slot : 0));
@@ -274,6 +316,7 @@ private:
   std::int64_t tasks_ = 0;
   int threads_ = 1;
   std::byte* scratch_ = nullptr;
+  float* kt_ = nullptr; ///< the keys transposed per run (f32)
   AttnMaskInput mask_;
 };
 
@@ -390,12 +433,32 @@ void attention_bias_strides(const std::vector<std::int64_t>& sizes, std::int64_t
 }
 
 void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* scratch,
-                       std::int64_t slice, int threads) {
-  const std::int64_t tasks = p.batch * p.heads * p.blocks_per_head;
+                       std::int64_t slice, int threads, float* kt) {
+  AttnParams<float> pt = p;
+  if (kt) {
+    // Each (batch, KV head, key tile) once, in parallel: [D][Tk] blocks, zero past Sk.
+    const std::int64_t tiles = attention_tiles(p.sk);
+    parallel_for(ctx, p.batch * p.kv_heads * tiles, 1, [&](std::int64_t t0, std::int64_t t1) {
+      for (std::int64_t t = t0; t < t1; ++t) {
+        const std::int64_t bh = t / tiles, j0 = (t % tiles) * kTileK;
+        const std::int64_t b = bh / p.kv_heads, kh = bh % p.kv_heads;
+        const std::int64_t jn = std::min(kTileK, p.sk - j0);
+        const float* k = p.k + b * p.k_b + kh * p.k_h + j0 * p.k_s;
+        float* dst = kt + t * p.d * kTileK;
+        for (std::int64_t j = 0; j < jn; ++j)
+          for (std::int64_t d = 0; d < p.d; ++d)
+            dst[d * kTileK + j] = k[j * p.k_s + d];
+        for (std::int64_t d = 0; jn < kTileK && d < p.d; ++d)
+          std::fill(dst + d * kTileK + jn, dst + (d + 1) * kTileK, 0.0f);
+      }
+    });
+    pt.kt = kt;
+  }
+  const std::int64_t tasks = pt.batch * pt.heads * pt.blocks_per_head;
   parallel_for_slots(ctx, tasks, 1, [&](std::int64_t b, std::int64_t e, int slot) {
     auto* s = reinterpret_cast<float*>(scratch + slice * (slot < threads ? slot : 0));
     for (std::int64_t t = b; t < e; ++t)
-      attention_task_f32(p, t, s);
+      attention_task_f32(pt, t, s);
   });
 }
 

@@ -56,10 +56,11 @@ std::int64_t aligned(std::int64_t b) {
 }
 
 /// Scratch layout: [packed projection B S Nt][attention output B S H D][QKV GEMM scratch]
-/// [output GEMM scratch][per-thread attention slices][padding keep flags B S].
+/// [output GEMM scratch][per-thread attention slices][padding keep flags B S][keys transposed].
 struct BlockScratch {
-  std::int64_t proj = 0, attn = 0, gemm_qkv = 0, gemm_out = 0, slice = 0, slices = 0, keep = 0;
-  std::int64_t total() const { return proj + attn + gemm_qkv + gemm_out + slices + keep; }
+  std::int64_t proj = 0, attn = 0, gemm_qkv = 0, gemm_out = 0, slice = 0, slices = 0, keep = 0,
+               kt = 0;
+  std::int64_t total() const { return proj + attn + gemm_qkv + gemm_out + slices + keep + kt; }
 };
 
 GemmImpl block_gemm(const NodeView& n) {
@@ -77,6 +78,7 @@ BlockScratch block_scratch(const NodeView& n) {
   s.slice = attention_slice_bytes(g.d, g.d, 4);
   s.slices = s.slice * n.threads;
   s.keep = attention_keep_bytes(n.node().attr<ir::FusedAttentionBlockAttrs>().mask, g.b, g.s);
+  s.kt = attention_kt_bytes(g.b, g.kvh, g.s, g.d);
   return s;
 }
 
@@ -124,6 +126,7 @@ public:
     slice_ = sc.slice;
     threads_ = c.threads;
     mask_.bind(c, c.arity() - 1, p_, slices_ + sc.slices);
+    kt_ = reinterpret_cast<float*>(slices_ + sc.slices + sc.keep);
   }
 
   void run(ExecContext& ctx) override {
@@ -140,7 +143,7 @@ public:
       });
     }
     mask_.refresh();
-    run_attention_f32(ctx, p_, slices_, slice_, threads_);
+    run_attention_f32(ctx, p_, slices_, slice_, threads_, kt_);
     out_->run(ctx);
   }
 
@@ -153,6 +156,7 @@ private:
   bool has_rope_ = false;
   std::byte* slices_ = nullptr;
   std::int64_t slice_ = 0;
+  float* kt_ = nullptr; ///< the keys transposed per run
   int threads_ = 1;
   AttnMaskInput mask_;
 };

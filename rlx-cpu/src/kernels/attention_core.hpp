@@ -44,7 +44,17 @@ template <class T> struct AttnParams {
   std::int64_t bias_b, bias_h, bias_i, bias_j;
   std::int64_t shift; ///< Sk - Sq: query i is aligned with key i + shift
   std::int64_t blocks_per_head;
+  /// f32 forward: the keys transposed once per run by run_attention_f32, tile by tile as a task
+  /// would: tile t (keys [t Tk, t Tk + Tk)) of (b, KV head) is a [D][Tk] block (zero past Sk) at
+  /// kt + ((b * kv_heads + kh) * attention_tiles(sk) + t) * d * Tk. Null: each task transposes
+  /// the key tiles it reads.
+  const T* kt = nullptr;
 };
+
+/// Key tiles of \p sk keys.
+inline std::int64_t attention_tiles(std::int64_t sk) {
+  return (sk + kAttnTileK - 1) / kAttnTileK;
+}
 
 /// The query head \p h's KV head under GQA (heads / kv_heads query heads share one).
 template <class T> std::int64_t attention_kv_head(const AttnParams<T>& p, std::int64_t h) {
@@ -209,10 +219,19 @@ void AttnMaskInput::bind(const LowerContext& c, std::size_t slot, AttnParams<T>&
   }
 }
 
+/// Bytes (64-byte aligned) of the f32 keys transposed once per run for \p batch x \p kv_heads
+/// heads of \p d features and \p sk keys.
+inline std::int64_t attention_kt_bytes(std::int64_t batch, std::int64_t kv_heads, std::int64_t sk,
+                                       std::int64_t d) {
+  return (batch * kv_heads * attention_tiles(sk) * d * kAttnTileK * 4 + 63) / 64 * 64;
+}
+
 /// Runs every (batch, head, query block) task of \p p on the executable's pool; thread slot i
-/// uses the \p slice bytes at \p scratch + i * slice (\p threads slots).
+/// uses the \p slice bytes at \p scratch + i * slice (\p threads slots). First transposes the
+/// keys of every (batch, KV head) once into \p kt (attention_kt_bytes), which the tasks read: each
+/// query block of a head would otherwise transpose the same key tiles again.
 void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* scratch,
-                       std::int64_t slice, int threads);
+                       std::int64_t slice, int threads, float* kt);
 
 /// The cos / sin tables of RoPE for positions [offset, offset + seq) and pairs of \p n_rot
 /// features (angles in double, rounded once to \p A), and the rotation of one head row.

@@ -142,7 +142,7 @@ PackedGeometry packed_geometry(const MatMulSpec& s) {
 }
 
 /// B read from a packed weight copy (made once, refreshed when the weight changes) rather than
-/// packed per run: a 2-D Param or Constant with a packer.
+/// packed per run: a 2-D Param, Constant or weight Concat with a packer.
 bool prepacked(const MatMulSpec& s) {
   return s.pack_b && s.packer != nullptr && s.b_sizes.size() == 2;
 }
@@ -182,16 +182,19 @@ std::int64_t align_up(std::int64_t v) {
   return (v + kAlign - 1) / kAlign * kAlign;
 }
 
-/// Scratch: per thread slot a packed A block; then B packed per run (when not a weight copy).
+/// Scratch: per thread slot a packed A block (and with a second product, the block's C2); then B
+/// packed per run (when not a weight copy).
 struct PackedScratch {
-  std::int64_t a_slot = 0, b_each = 0, b_total = 0;
+  std::int64_t a_slot = 0, c2_off = 0, b_each = 0, b_total = 0;
   std::int64_t total(int threads) const { return a_slot * threads + b_total; }
 };
 
-PackedScratch packed_scratch(const MatMulSpec& s, const PackedGeometry& g, Isa isa) {
+PackedScratch packed_scratch(const MatMulSpec& s, const PackedGeometry& g, Isa isa,
+                             bool pair = false) {
   const Blocking b = blocking(g, isa, std::max(1, s.threads));
   PackedScratch p;
-  p.a_slot = align_up(b.mc * b.kc * 4);
+  p.c2_off = align_up(b.mc * b.kc * 4);
+  p.a_slot = p.c2_off + (pair ? align_up(b.mc * b.nc * 4) : 0);
   if (!prepacked(s)) {
     p.b_each = align_up(packed::panel_floats(g.k, g.n, packed::kernels(isa).tile_cols()) * 4);
     p.b_total = p.b_each * g.b_mats;
@@ -214,14 +217,54 @@ RLX_CPU_MULTIVERSION void activation_epilogue(void* arg, float* c, std::int64_t 
   });
 }
 
+/// SwiGLU's pair: C = C · silu(C2), C the up product and C2 the gate product (the same functions
+/// as the separate gate epilogue and product pass, so the result is the same to the bit).
+RLX_CPU_MULTIVERSION void swiglu_pair_epilogue(float* c, std::int64_t ldc, const float* c2,
+                                               std::int64_t ldc2, int rows, int cols) {
+  with_unary<float>(ir::OpKind::Silu, [&](auto f) {
+    for (int r = 0; r < rows; ++r) {
+      float* row = c + r * ldc;
+      const float* gate = c2 + r * ldc2;
+#pragma omp simd
+      for (int j = 0; j < cols; ++j)
+        row[j] = row[j] * f(gate[j]);
+    }
+  });
+}
+
 /// Multiply-adds from which a product is split over the threads.
 constexpr std::int64_t kSplitWork = 4 * kTaskWork;
 
+/// The packed panels of weight operand b of \p s (prepacked(s)), kept by the executable (refreshed
+/// when the weight changes).
+const float* packed_weight(const MatMulSpec& s, const PackedGeometry& g, Isa isa) {
+  const auto& kern = packed::kernels(isa);
+  const int nr = kern.tile_cols();
+  const std::int64_t k = g.k, n = g.n;
+  const std::int64_t rs = g.rsb, cs = g.csb;
+  const std::string layout = std::string("gemm-panels-") + packed::isa_name(isa) + "-nr" +
+                             std::to_string(nr) + (s.transpose_b ? "-bt" : "-b");
+  return static_cast<const float*>(s.packer->packed_own(
+      s.b_source, s.b, layout, packed::panel_floats(k, n, nr) * 4,
+      [kern, rs, cs, k, n](const std::byte* plain, std::byte* copy) {
+        kern.pack_b(reinterpret_cast<const float*>(plain), rs, cs, k, n,
+                    reinterpret_cast<float*>(copy));
+      },
+      [kern, rs, cs, k, n](const std::byte* copy, std::byte* plain) {
+        kern.unpack_b(reinterpret_cast<const float*>(copy), rs, cs, k, n,
+                      reinterpret_cast<float*>(plain));
+      }));
+}
+
+/// C = A · B (+ bias, activation); or with \p gate (SwiGLU's pair, both weights prepacked):
+/// C = (A · B (+ bias)) · silu(A · B_gate (+ gate bias)), the gate tile computed beside each tile
+/// of C into the block's own scratch, never written out whole.
 class PackedMatmul final : public Kernel {
 public:
-  PackedMatmul(const MatMulSpec& s, std::byte* scratch, Isa isa)
+  PackedMatmul(const MatMulSpec& s, std::byte* scratch, Isa isa, const MatMulSpec* gate = nullptr)
       : s_(s), g_(packed_geometry(s)), kern_(packed::kernels(isa)),
-        b_(blocking(g_, isa, std::max(1, s.threads))), scratch_(packed_scratch(s, g_, isa)),
+        b_(blocking(g_, isa, std::max(1, s.threads))),
+        scratch_(packed_scratch(s, g_, isa, gate != nullptr)),
         a_pack_(reinterpret_cast<float*>(scratch)) {
     if (s.dtype != ir::DType::f32)
       throw Error("rlx-cpu: the packed GEMM runs f32 only");
@@ -232,23 +275,20 @@ public:
     const int nr = kern_.tile_cols();
     set_note(std::string(packed::isa_name(isa)) + " " + std::to_string(kern_.tile_rows()) + "x" +
              std::to_string(nr));
+    if (gate) {
+      if (!packed_pair_accepts(*gate, s) || !prepacked(*gate) || !prepacked(s))
+        throw Error("rlx-cpu: the packed SwiGLU pair needs two prepacked f32 weights of one shape "
+                    "and a silu gate");
+      if (gate->has_bias && !gate->bias)
+        throw Error("rlx-cpu: a matmul bias without an address");
+      if (!scratch)
+        throw Error("rlx-cpu: the packed GEMM needs its planned scratch");
+      b2_pack_ = packed_weight(*gate, g_, isa);
+      bias2_ = reinterpret_cast<const float*>(gate->bias);
+      set_note(note() + ", swiglu pair");
+    }
     if (prepacked(s)) {
-      // The weight's packed copy, kept by the executable (refreshed when the weight changes).
-      const std::int64_t k = g_.k, n = g_.n;
-      const std::int64_t rs = g_.rsb, cs = g_.csb;
-      const auto& kern = kern_;
-      const std::string layout = std::string("gemm-panels-") + packed::isa_name(isa) + "-nr" +
-                                 std::to_string(nr) + (s.transpose_b ? "-bt" : "-b");
-      b_pack_ = static_cast<const float*>(s.packer->packed_own(
-          s.b_source, s.b, layout, packed::panel_floats(k, n, nr) * 4,
-          [kern, rs, cs, k, n](const std::byte* plain, std::byte* copy) {
-            kern.pack_b(reinterpret_cast<const float*>(plain), rs, cs, k, n,
-                        reinterpret_cast<float*>(copy));
-          },
-          [kern, rs, cs, k, n](const std::byte* copy, std::byte* plain) {
-            kern.unpack_b(reinterpret_cast<const float*>(copy), rs, cs, k, n,
-                          reinterpret_cast<float*>(plain));
-          }));
+      b_pack_ = packed_weight(s, g_, isa);
     } else {
       if (!scratch && scratch_.total(std::max(1, s.threads)) > 0)
         throw Error("rlx-cpu: the packed GEMM needs its planned scratch");
@@ -309,6 +349,13 @@ public:
               args.epilogue = activation_epilogue;
               args.epilogue_arg = &*act_;
             }
+            if (b2_pack_) {
+              args.b2_pack = b2_pack_;
+              args.bias2 = bias2_;
+              args.c2 = a_pack_ + slot * a_slot + scratch_.c2_off / 4;
+              args.ldc2 = b_.nc;
+              args.pair_epilogue = swiglu_pair_epilogue;
+            }
             kern_.gemm_block(args);
           }
         });
@@ -321,8 +368,10 @@ private:
   Blocking b_;
   PackedScratch scratch_;
   float* a_pack_;
-  const float* b_pack_ = nullptr; ///< the weight's packed copy, or null
-  float* b_run_ = nullptr;        ///< B packed per run (in scratch)
+  const float* b_pack_ = nullptr;  ///< the weight's packed copy, or null
+  float* b_run_ = nullptr;         ///< B packed per run (in scratch)
+  const float* b2_pack_ = nullptr; ///< the gate weight's packed copy (SwiGLU's pair), or null
+  const float* bias2_ = nullptr;
   std::optional<ir::OpKind> act_;
 };
 
@@ -336,6 +385,25 @@ bool packed_gemm_accepts(const MatMulSpec& spec) {
   return prepacked(spec) ||
          static_cast<double>(g.b_mats) * static_cast<double>(g.k) * static_cast<double>(g.n) * 4 <=
              256.0 * 1024 * 1024;
+}
+
+bool packed_pair_accepts(const MatMulSpec& gate, const MatMulSpec& up) {
+  // Both weights packed once (pack_b; the packer is only there when the kernel is built).
+  return gate.dtype == ir::DType::f32 && up.dtype == ir::DType::f32 && gate.pack_b && up.pack_b &&
+         gate.b_sizes.size() == 2 && gate.act == ir::Activation::silu &&
+         up.act == ir::Activation::none && gate.a_sizes == up.a_sizes &&
+         gate.b_sizes == up.b_sizes && gate.out_sizes == up.out_sizes &&
+         gate.transpose_a == up.transpose_a && gate.transpose_b == up.transpose_b;
+}
+
+std::int64_t packed_pair_scratch_bytes(const MatMulSpec& up, packed::Isa isa) {
+  const PackedGeometry g = packed_geometry(up);
+  return packed_scratch(up, g, isa, true).total(std::max(1, up.threads));
+}
+
+std::unique_ptr<Kernel> make_packed_pair(const MatMulSpec& gate, const MatMulSpec& up,
+                                         std::byte* scratch, packed::Isa isa) {
+  return std::make_unique<PackedMatmul>(up, scratch, isa, &gate);
 }
 
 std::int64_t packed_gemm_scratch_bytes(const MatMulSpec& spec, packed::Isa isa) {

@@ -10,6 +10,7 @@
 #include "../lower.hpp"
 #include "../onednn.hpp"
 #include "../unary_math.hpp"
+#include "../weight_concat.hpp"
 #include "rlx/ir/error.hpp"
 
 #include <cblas.h>
@@ -19,11 +20,12 @@ namespace rlx::cpu {
 void set_weight_operand(MatMulSpec& s, const NodeView& n, std::size_t w) {
   s.b_sizes = n.in(w).sizes();
   s.b_source = n.node().inputs[w];
-  // Weights (a 2-D Param or Constant) are packed once, into oneDNN's preferred layout or the
-  // packed GEMM's panels.
+  // Weights (a 2-D Param or Constant, or a Concat of Params: the packed Q / K / V weight, kept in
+  // the weight region) are packed once, into oneDNN's preferred layout or the packed GEMM's panels.
   const ir::OpKind bop = n.graph.node(s.b_source).op;
   s.pack_b = s.dtype == ir::DType::f32 && s.b_sizes.size() == 2 &&
-             (bop == ir::OpKind::Param || bop == ir::OpKind::Constant);
+             (bop == ir::OpKind::Param || bop == ir::OpKind::Constant ||
+              is_weight_concat(n.graph, s.b_source));
   s.threads = n.threads;
 }
 

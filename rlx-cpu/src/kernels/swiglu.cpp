@@ -1,7 +1,8 @@
 // swiglu.cpp: the transformer fused ops SwiGlu (silu(gate) * up in one vectorised pass) and
 // SwiGluMatMul (the gate GEMM with oneDNN's swish post-op into planned scratch, the up GEMM into
 // the result, then result *= scratch in place: two GEMM calls and one pass over [M, N] instead of
-// two GEMMs, a Silu and a Mul kernel, and two [M, N] buffers fewer round trips).
+// two GEMMs, a Silu and a Mul kernel, and two [M, N] buffers fewer round trips; on the packed GEMM
+// with weights packed once, one product computing each gate tile beside its up tile).
 #include "../dtypes.hpp"
 #include "../lower.hpp"
 #include "../matmul.hpp"
@@ -85,10 +86,19 @@ struct DualScratch {
   std::int64_t total() const { return gate + gate_gemm + up_gemm; }
 };
 
+/// Whether the packed GEMM runs both products as one (packed_pair_accepts: weights packed once).
+bool packed_pair(const MatMulSpec& g, const MatMulSpec& u, GemmImpl impl) {
+  return impl == GemmImpl::packed && packed_pair_accepts(g, u);
+}
+
 DualScratch dual_scratch(const NodeView& n) {
   DualScratch d;
   MatMulSpec g = gemm_spec(n, 1, true), u = gemm_spec(n, 2, false);
   const GemmImpl impl = choose_gemm(g, n.opts, n.threads);
+  if (packed_pair(g, u, impl)) { // no gate buffer: the pair's own scratch only
+    d.gate_gemm = aligned(packed_pair_scratch_bytes(u));
+    return d;
+  }
   d.gate = aligned(n.out().bytes());
   d.gate_gemm = aligned(matmul_scratch_bytes(g, impl));
   d.up_gemm = aligned(matmul_scratch_bytes(u, impl));
@@ -136,6 +146,12 @@ std::unique_ptr<Kernel> make_swiglu_matmul(const LowerContext& c) {
   g.out = scratch;
   u.out = c.dst();
   g.packer = u.packer = c.packer;
+  if (packed_pair(g, u, impl)) {
+    auto k = make_packed_pair(g, u, scratch);
+    const std::string choice = gemm_choice_note(g, c.opts, c.threads);
+    k->set_note(choice.empty() ? k->note() : choice + "; " + k->note());
+    return k;
+  }
   auto gk = make_matmul_kernel(g, impl, scratch + d.gate);
   gk->set_note(gemm_choice_note(g, c.opts, c.threads));
   auto uk = make_matmul_kernel(u, impl, scratch + d.gate + d.gate_gemm);
