@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sstream>
+
 namespace rlx::runtime::testing {
 namespace {
 
@@ -43,6 +45,36 @@ TEST_F(Cli, ResumeContinuesBitIdentically) {
   const std::string a = slurp(path("full.safetensors")), b = slurp(path("b.st"));
   ASSERT_FALSE(a.empty());
   EXPECT_TRUE(a == b) << "a resumed run ended with other bytes than an uninterrupted one";
+}
+
+TEST_F(Cli, TrainGemmAndThreadsPickTheProductsLibrary) {
+  // --gemm / --threads as the other model commands take them: every product of the step runs on
+  // the library asked for (the profile names it), and the losses agree to f32 rounding.
+  const std::string common = "train --model mlp --data " + kData +
+                             " --optimizer sgd --lr 0.05 --batch 32 --steps 4 --seed 2 --json" +
+                             " --no-shuffle --threads 1 --profile ";
+  std::vector<nlohmann::json> runs[2];
+  const char* libs[] = {"openblas", "packed"};
+  for (int i = 0; i < 2; ++i) {
+    const std::string prof = path(std::string(libs[i]) + ".txt");
+    Result r = rlx(common + prof + " --gemm " + libs[i]);
+    ASSERT_EQ(r.status, 0) << r.err;
+    runs[i] = json_lines(r.out);
+    const std::string p = slurp(prof);
+    std::istringstream lines(p);
+    int products = 0;
+    for (std::string l; std::getline(lines, l);)
+      if (l.find(" matmul") != std::string::npos) {
+        ++products;
+        EXPECT_NE(l.find(std::string("[") + libs[i] + "]"), std::string::npos) << l;
+      }
+    EXPECT_EQ(products, 5) << p; // 2 forward, 3 backward (the first layer's dx is not needed)
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (std::size_t i = 0; i + 1 < runs[0].size(); ++i)
+    EXPECT_NEAR(runs[0][i]["train_loss"].get<double>(), runs[1][i]["train_loss"].get<double>(),
+                1e-5 * (1 + std::abs(runs[0][i]["train_loss"].get<double>())));
+  expect_error("train --data " + kData + " --gemm mkl", 2, "--gemm");
 }
 
 TEST_F(Cli, TrainBadInvocationsAreOneLineErrors) {

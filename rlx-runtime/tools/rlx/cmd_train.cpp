@@ -4,6 +4,7 @@
 // progress bar on a terminal, JSON lines otherwise, and an SVG plot of the loss curves.
 #include "commands.hpp"
 #include "loss_plot.hpp"
+#include "model_args.hpp"
 #include "report.hpp"
 #include "rlx/compile/training.hpp"
 #include "rlx/cpu/backend.hpp"
@@ -108,7 +109,8 @@ struct Setup {
 struct Train {
   std::string model, graph_file, data, optimizer = "sgd", schedule = "constant", save, resume;
   std::string init, loss, loss_output, head = "auto", config = "tiny", plot, profile;
-  std::string device = "cpu";
+  std::string device = "cpu", gemm = "auto";
+  int threads = 0;
   std::vector<std::int64_t> hidden;
   std::optional<int> layers, heads, kv_heads, ffn, vocab;
   std::optional<std::int64_t> mask_id;
@@ -426,6 +428,8 @@ struct Train {
       throw Error("--profile times the kernels of the cpu device, not " + dev.str());
     runtime::SessionOptions so;
     so.cpu.use_io_gate = !no_io_gate;
+    so.cpu.gemm = cpu::parse_gemm_provider(gemm);
+    so.cpu.num_threads = threads;
     runtime::Session session(dev, std::move(so));
     const auto t_compile = std::chrono::steady_clock::now();
     runtime::Trainer trainer = session.compile_training(s.lossy, to);
@@ -684,6 +688,13 @@ Command add_train(CLI::App& root) {
                   "to this file (CPU)");
   app->add_flag("--no-io-gate", t->no_io_gate,
                 "cpu: apply every legal fusion, without the IO fusion-benefit gate's verdict");
+  app->add_option("--gemm", t->gemm,
+                  "cpu matrix-product library: auto (per shape, the fastest measured at compile "
+                  "time), onednn, openblas or packed (rlx's own)")
+      ->check(CLI::IsMember({"auto", "onednn", "openblas", "packed"}))
+      ->capture_default_str();
+  app->add_option("--threads", t->threads, "cpu threads (0 = all cores)")
+      ->check(CLI::Range(0, CliLimits::threads));
   app->add_flag("--no-shuffle", t->no_shuffle,
                 "batches of rows or sequences in file order (for parity runs)");
   app->add_option("--device", t->device,
