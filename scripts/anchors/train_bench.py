@@ -7,8 +7,10 @@ SGD).
 rlx runs `rlx train --graph bert_mini.json --loss mse` (the graph from `rlx export`) and
 `rlx train --model mlp --hidden 512,512` on random data written to a temporary folder, with
 --eval-every 1 so every step prints its elapsed time; the step time is the median of the
-differences (the first WARM steps dropped), so it includes rlx's per-step host work (batch
-gathering). torch runs the same loop as bench_torch.py in a child process (2 threads, as there).
+differences after a warm-up of WARM_S seconds (at least WARM steps), so it includes rlx's per-step
+host work (batch gathering). The warm-up is by time because on the 2-core VM a process's first
+~70 ms of steps run at one core's speed (the MLP step: 3.2-3.9 ms, then 2.0 ms), which a count of
+5 steps did not cover for the MLP; both rlx and torch warm up the same way. torch runs the same loop as bench_torch.py in a child process (2 threads, as there).
 Rounds alternate rlx and torch (the machine may be loaded); each figure is the median over rounds.
 Peak RSS is /usr/bin/time's maximum resident set of each whole process (startup, data, compile).
 Also printed: rlx's step arena against the memory planner's lower bound.
@@ -31,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 ANCHORS = os.environ.get("RLX_ANCHORS", os.path.join(ROOT, "..", "shared", "anchors"))
 WARM = 5
+WARM_S = 0.5
 
 TORCH_CHILD = r'''
 import json, sys, time, statistics
@@ -49,6 +52,15 @@ else:
     x, tgt = torch.randn(8, 128, 256), torch.randn(8, 128, 256)
     loss_fn = lambda y: F.mse_loss(y, tgt)
 ts = []
+t0 = time.perf_counter()
+while len(ts) < %d or time.perf_counter() - t0 < %f:  # warm-up by time, as rlx's
+    a = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    loss = loss_fn(m(x))
+    loss.backward()
+    opt.step()
+    ts.append(0)
+ts = []
 for _ in range(steps):
     a = time.perf_counter()
     opt.zero_grad(set_to_none=True)
@@ -56,8 +68,8 @@ for _ in range(steps):
     loss.backward()
     opt.step()
     ts.append((time.perf_counter() - a) * 1e3)
-print(json.dumps({"step_ms": statistics.median(ts[%d:])}))
-''' % WARM
+print(json.dumps({"step_ms": statistics.median(ts)}))
+''' % (WARM, WARM_S)
 
 
 def timed(cmd):
@@ -73,8 +85,13 @@ def rlx_round(rlx, args_list):
     out, rss = timed([rlx, "train"] + args_list + ["--eval-every", "1", "--json"])
     rows = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     el = [r["elapsed_ms"] for r in rows if "elapsed_ms" in r]
-    diffs = [b - a for a, b in zip(el, el[1:])][WARM:]
-    return statistics.median(diffs), rss, rows[-1]
+    diffs = [b - a for a, b in zip(el, el[1:])]
+    warm = WARM
+    while warm < len(diffs) and sum(diffs[:warm]) < WARM_S * 1e3:
+        warm += 1
+    if len(diffs) - warm < 10:
+        sys.exit(f"train_bench: {len(diffs) - warm} steps after the warm-up; give more --steps")
+    return statistics.median(diffs[warm:]), rss, rows[-1]
 
 
 def main():
@@ -108,8 +125,11 @@ def main():
             np.save(os.path.join(d, "train_y.npy"), rng.randint(0, 10, 64).astype(np.int64))
             cases["mlp"] = ["--model", "mlp", "--hidden", "512,512", "--data", d, "--batch", "64"]
         for name, case in cases.items():
+            # rlx runs --steps measured steps after its warm-up (WARM_S of steps: ~250 of the
+            # MLP's, WARM of bert_mini's)
+            warm_steps = 300 if name == "mlp" else 2 * WARM
             common = case + ["--optimizer", "sgd", "--momentum", "0", "--lr", "1e-3", "--steps",
-                             str(a.steps)]
+                             str(a.steps + warm_steps)]
             rl, tl, rr, tr = [], [], [], []
             last = None
             for _ in range(a.rounds):
