@@ -75,6 +75,9 @@ TEST_F(Cli, TrainGemmAndThreadsPickTheProductsLibrary) {
     EXPECT_NEAR(runs[0][i]["train_loss"].get<double>(), runs[1][i]["train_loss"].get<double>(),
                 1e-5 * (1 + std::abs(runs[0][i]["train_loss"].get<double>())));
   expect_error("train --data " + kData + " --gemm mkl", 2, "--gemm");
+  expect_error("train --data " + kData + " --threads -1", 2, "--threads");
+  expect_error("train --data " + kData + " --threads 99999999999", 2, "--threads");
+  expect_error("train --data " + kData + " --threads two", 2, "--threads");
 }
 
 TEST_F(Cli, TrainBadInvocationsAreOneLineErrors) {
