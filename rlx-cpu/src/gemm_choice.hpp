@@ -37,6 +37,13 @@ struct GemmChoice {
 /// that go to oneDNN unmeasured (and are not remembered, so a later process measures them).
 inline constexpr double kGemmMeasureBudgetMs = 1500;
 
+/// Milliseconds of TBB-parallel busy work before a process's first measurement on more than one
+/// thread. On the 2-core VMs rlx is developed on, a process's first ~70 ms of parallel work ran at
+/// one core's speed, and products timed in that window compared the providers at the wrong speed
+/// (the packed GEMM's first MLP layer timed 0.66 ms there and 0.33 ms in the run that followed, so
+/// oneDNN was chosen and the MLP ran 1.9x slower).
+inline constexpr double kGemmSettleMs = 100;
+
 /// The provider for the f32 product \p spec on \p threads threads: the cached decision for its
 /// key (shapes, transposes, bias, activation, packable weights, threads, ISA), else the record
 /// file's, else measured now (under the file's lock, so two processes never time one shape
@@ -58,7 +65,8 @@ struct GemmChoiceStats {
   std::int64_t measured = 0; ///< shapes timed
   std::int64_t lookups = 0;  ///< decisions asked for (measured + cache hits + unmeasured)
   std::int64_t recorded = 0; ///< choices read from the record file
-  double spent_ms = 0;       ///< wall time spent timing
+  double spent_ms = 0;       ///< wall time spent timing (settling included)
+  bool settled = false;      ///< the threads were settled (kGemmSettleMs) before a measurement
 };
 /// The statistics so far.
 GemmChoiceStats gemm_choice_stats();

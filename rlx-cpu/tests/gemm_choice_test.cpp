@@ -123,6 +123,11 @@ TEST(GemmChoice, AutoMeasuresEachShapeOnceAndMatchesTheReference) {
   const auto after_first = cpu::gemm_choice_stats();
   EXPECT_EQ(after_first.measured - before.measured, 3) << first.listing;
   EXPECT_GT(after_first.spent_ms, before.spent_ms);
+  // The process's threads were settled before its first measurement on two threads.
+  EXPECT_TRUE(after_first.settled);
+  if (!before.settled) {
+    EXPECT_GE(after_first.spent_ms - before.spent_ms, cpu::kGemmSettleMs);
+  }
   // Every product says which provider won and by how much.
   EXPECT_EQ(count(first.listing, "(auto: "), 3) << first.listing;
   EXPECT_EQ(count(first.listing, "[onednn] (auto: onednn") +
