@@ -58,8 +58,12 @@ public:
   std::string profile() const;
   /// Per kernel, in execution order: median and total time, provider and work.
   KernelTimings timings() const;
-  /// Where the constructor (the compile) spent its time.
-  const CompileBreakdown& breakdown() const { return breakdown_; }
+  /// Where the constructor (the compile) spent its time, with the weight copies' bytes (packed_bytes_) as they are now.
+  CompileBreakdown breakdown() const {
+    CompileBreakdown b = breakdown_;
+    b.copy_bytes = packed_bytes_;
+    return b;
+  }
 
 private:
   /// An Input or Param slot.

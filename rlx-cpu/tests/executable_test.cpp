@@ -190,11 +190,13 @@ TEST(CpuExecutable, PackedWeightsFollowTheirParam) {
     // stale packed copy of w would be off by O(1) relative.
     EXPECT_LE(ir::max_abs_diff(exe->output(0), want[0]), 1e-5 * peak) << "scale " << scale;
   }
-  // The packed copies are counted; the Param slot of the plan is not (w is read from the region).
-  const std::int64_t packs = (96 * 64 + 96 * 32) * 4;
+  // The packed copies are counted (w's at least; the Constant's too where oneDNN prefers another
+  // layout for it, as on AVX-512, padded to 96 x 64); the Param slot of the plan is not (w is
+  // read from the region).
+  const std::int64_t copies = cpu::compile_breakdown(*exe).copy_bytes;
+  EXPECT_GE(copies, 96 * 64 * 4);
   auto lir = compile::CompilePipeline(backend).run(g).lir;
-  EXPECT_GE(exe->device_bytes(), packs);
-  EXPECT_LE(exe->device_bytes(), lir.plan().arena_size - 96 * 64 * 4 + packs + 4096);
+  EXPECT_LE(exe->device_bytes(), lir.plan().arena_size - 96 * 64 * 4 + copies + 4096);
 }
 
 /// x·wᵀ + b and a LayerNorm over it with gain g, compiled for \p rows rows of x.
@@ -301,13 +303,14 @@ TEST(CpuExecutable, CompileBreakdownNamesEveryPhaseAndAddsUp) {
   EXPECT_EQ(cb.measure_ms, 0);    // --gemm onednn times no candidates
   EXPECT_GE(cb.lower_ms, 0);
   EXPECT_LE(cb.lower_ms + cb.primitives_ms + cb.weights_ms + cb.measure_ms, cb.total_ms + 1e-6);
-  EXPECT_LT(cb.weight_bytes, 96 * 64 * 4); // not w's copy: w has no value yet
-  // Writing w fills its packed copy, once, and the process-wide totals count it.
+  // Writing w fills its packed copy, once, and the process-wide totals count it. The compile
+  // filled only the Constant's copy (where it has one: on AVX2 oneDNN reads it as it lies), not
+  // w's, which has no value yet: the two fills are every copy the executable reads, each once.
   const cpu::WeightPreparation before = cpu::weight_preparation();
   exe->set_param("w", iota({96, 64}, 0.02));
   const cpu::WeightPreparation after = cpu::weight_preparation();
   EXPECT_GE(after.bytes - before.bytes, 96 * 64 * 4);
-  EXPECT_LT(after.bytes - before.bytes, 2 * 96 * 64 * 4);
+  EXPECT_EQ(cb.weight_bytes + (after.bytes - before.bytes), cb.copy_bytes);
   EXPECT_GT(after.ms, before.ms);
   // Compiled against weights already written, the copy is filled at compile time instead.
   auto weights = std::make_shared<compile::WeightRegion>();
@@ -669,12 +672,21 @@ TEST(CpuExecutable, ExecuteDoesNotAllocate) {
   exe->set_param("g", iota({16}, 0.2));
   exe->set_input("idx", Tensor::from<std::int64_t>({3}, {0, 3, 1}));
   exe->execute(); // warm up (TBB's pool starts its threads)
-  g_allocations = 0;
-  g_counting = true;
-  exe->execute();
-  exe->execute();
-  g_counting = false;
-  EXPECT_EQ(g_allocations.load(), 0) << cpu::kernel_listing(*exe);
+  // Rounds of two runs each; the fewest allocations of a round must be none. A kernel that
+  // allocates does so in every round; TBB allocates once for each worker that joins the arena
+  // for the first time, which on a 16-core host can still happen after the warm-up run (it did
+  // once on a Sapphire Rapids host: 1 allocation in the only round).
+  std::int64_t fewest = -1;
+  for (int round = 0; round < 5 && fewest != 0; ++round) {
+    g_allocations = 0;
+    g_counting = true;
+    exe->execute();
+    exe->execute();
+    g_counting = false;
+    const std::int64_t allocations = g_allocations.load();
+    fewest = fewest < 0 ? allocations : std::min(fewest, allocations);
+  }
+  EXPECT_EQ(fewest, 0) << cpu::kernel_listing(*exe);
 }
 
 TEST(CpuExecutable, ThreadCountsAgree) {

@@ -160,9 +160,11 @@ TEST(CpuTransformerFusions, PackedColumnsGiveTheirWeightsBack) {
   // executable that later reads the weights plainly (the unfused graph) gets their bytes back
   // from the packed copy, and both executables match the reference.
   const Graph g = qkv_graph(false);
-  // oneDNN for the unfused products: under auto, a choice of the packed GEMM that an earlier test
-  // of this process recorded for these shapes would read the packed copy too.
+  // OpenBLAS for the unfused products: cblas_sgemm reads a [K, N] weight where it lies. (oneDNN
+  // reads its own packed layout where it prefers one, as on AVX-512, and under auto a choice of
+  // the packed GEMM that an earlier test of this process recorded would read rlx's panels.)
   const cpu::CpuBackend backend(cpu::CpuOptions{cpu::GemmProvider::onednn, 0});
+  const cpu::CpuBackend plain_reader(cpu::CpuOptions{cpu::GemmProvider::openblas, 0});
   auto weights = std::make_shared<compile::WeightRegion>();
   ir::reference::TensorMap params;
   std::uint64_t seed = 70;
@@ -177,8 +179,8 @@ TEST(CpuTransformerFusions, PackedColumnsGiveTheirWeightsBack) {
   EXPECT_FALSE(weights->plain_held("k.weight")); // the packed copy replaces the plain bytes
   compile::CompileOptions nf;
   nf.fuse = false;
-  auto plain =
-      backend.compile_with_weights(compile::CompilePipeline(backend, nf).run(g).lir, weights);
+  auto plain = plain_reader.compile_with_weights(
+      compile::CompilePipeline(plain_reader, nf).run(g).lir, weights);
   EXPECT_TRUE(weights->plain_held("k.weight"));
   for (auto* e : {fused.get(), plain.get()}) {
     e->set_input("x", x);

@@ -15,6 +15,7 @@
 
 #include "../dtypes.hpp"
 #include "../lower.hpp"
+#include "../gemm_packed.hpp"
 #include "../simd.hpp"
 #include "rlx/ir/error.hpp"
 
@@ -35,25 +36,32 @@ std::int64_t task_scratch_elems(std::int64_t d, std::int64_t dv) {
   return kBlockQ * kTileK + d * kTileK + kBlockQ * dv + 2 * kBlockQ;
 }
 
-constexpr std::int64_t kRows = 4; ///< query rows per register block of the f32 micro-kernels
-
-/// 8 floats as one GCC vector (an AVX2 register; half an AVX-512 one), so a kRows x 16 block of
-/// accumulators (8 AVX2 registers) stays in registers: the former kRows x 64 block needed 32 AVX2
-/// registers and lived on the stack, loaded and stored around every FMA. (A 16-float vector type
-/// is no better on AVX2: GCC lowers a vector wider than the hardware's through memory.) Never
-/// passed by value across a call (that would change the ABI between the clones).
-using V8 = float __attribute__((vector_size(32)));
-/// The same vector at any float alignment (value rows read by strides).
-using V8U = float __attribute__((vector_size(32), aligned(4)));
-constexpr std::int64_t kLanes = 16; ///< columns of one register block: two V8
-static_assert(kTileK % kLanes == 0);
+/// The f32 micro-kernels' vectors, \p VW floats wide: 8 (an AVX2 register) in the multiversioned
+/// task, 16 (an AVX-512 register) in attention_task_f32_avx512. A block of kRows<VW> query rows x
+/// 2 VW columns of accumulators stays in registers: 8 of the 16 AVX2 registers (the former 4 x 64
+/// block needed 32 and lived on the stack), 16 of the 32 AVX-512 ones. (A vector wider than the
+/// hardware's is lowered through memory, so each width is compiled only where it is native.)
+/// Never passed by value across a call (that would change the ABI between the clones).
+template <int VW> struct AttnVec;
+template <> struct AttnVec<8> {
+  using V = float __attribute__((vector_size(32)));
+  /// The same vector at any float alignment (value rows read by strides).
+  using U = float __attribute__((vector_size(32), aligned(4)));
+};
+template <> struct AttnVec<16> {
+  using V = float __attribute__((vector_size(64)));
+  using U = float __attribute__((vector_size(64), aligned(4)));
+};
+/// Query rows per register block of the f32 micro-kernels.
+template <int VW> constexpr std::int64_t kRows = VW == 16 ? 8 : 4;
+static_assert(kTileK % 32 == 0 && kBlockQ % kRows<16> == 0);
 
 /// s[i][j] = q_i · k_j for the qn rows of a block and the jn keys of a tile (unscaled).
 /// f32: the key tile is packed transposed, kt[d][j], so each query row's scores are an axpy over
 /// d vectorised across keys, four rows per pass over the tile; other types: plain dots.
 /// f32 with \p ktb (the (batch, KV head)'s key tiles transposed once per run; \p j0 a multiple of
 /// the tile width): the tile is read from there, not transposed into \p kt.
-template <class T, class A>
+template <class T, class A, int VW>
 [[gnu::always_inline]] inline void tile_scores(const AttnParams<T>& p, const T* qb, const T* kb,
                                                std::int64_t j0, std::int64_t qn, std::int64_t jn,
                                                A* s, A* kt, const A* ktb) {
@@ -69,27 +77,29 @@ template <class T, class A>
       for (std::int64_t d = 0; d < p.d; ++d)
         kt[d * kTileK + j] = kj[d];
     }
-    for (std::int64_t i0 = 0; i0 < qn; i0 += kRows) {
-      const float* q[kRows];
-      for (std::int64_t r = 0; r < kRows; ++r)
+    using V = typename AttnVec<VW>::V;
+    constexpr std::int64_t rows = kRows<VW>;
+    for (std::int64_t i0 = 0; i0 < qn; i0 += rows) {
+      const float* q[rows];
+      for (std::int64_t r = 0; r < rows; ++r)
         q[r] = qb + std::min(i0 + r, qn - 1) * p.q_s; // a short block repeats its last row
-      // kRows x 16 blocks of scores in registers; the key tile and the score rows are 64-byte
+      // rows x 2 VW blocks of scores in registers; the key tile and the score rows are 64-byte
       // aligned (the task's scratch slice).
-      for (std::int64_t jc = 0; jc < kTileK; jc += kLanes) {
-        V8 c0[kRows] = {}, c1[kRows] = {};
+      for (std::int64_t jc = 0; jc < kTileK; jc += 2 * VW) {
+        V c0[rows] = {}, c1[rows] = {};
         for (std::int64_t d = 0; d < p.d; ++d) {
-          const V8 k0 = *reinterpret_cast<const V8*>(ktile + d * kTileK + jc);
-          const V8 k1 = *reinterpret_cast<const V8*>(ktile + d * kTileK + jc + 8);
+          const V k0 = *reinterpret_cast<const V*>(ktile + d * kTileK + jc);
+          const V k1 = *reinterpret_cast<const V*>(ktile + d * kTileK + jc + VW);
 #pragma GCC unroll 8
-          for (std::int64_t r = 0; r < kRows; ++r) {
+          for (std::int64_t r = 0; r < rows; ++r) {
             const float qv = q[r][d];
             c0[r] += qv * k0;
             c1[r] += qv * k1;
           }
         }
-        for (std::int64_t r = 0; r < kRows && i0 + r < qn; ++r) {
-          *reinterpret_cast<V8*>(s + (i0 + r) * kTileK + jc) = c0[r];
-          *reinterpret_cast<V8*>(s + (i0 + r) * kTileK + jc + 8) = c1[r];
+        for (std::int64_t r = 0; r < rows && i0 + r < qn; ++r) {
+          *reinterpret_cast<V*>(s + (i0 + r) * kTileK + jc) = c0[r];
+          *reinterpret_cast<V*>(s + (i0 + r) * kTileK + jc + VW) = c1[r];
         }
       }
     }
@@ -108,30 +118,32 @@ template <class T, class A>
   }
 }
 
-/// acc_i += Σ_j p_ij v_j over a tile. f32: a 4-row × 16-column block of accumulators stays in
+/// acc_i += Σ_j p_ij v_j over a tile. f32: a kRows<VW> x 2 VW block of accumulators stays in
 /// registers while the tile's value rows stream past.
-template <class T, class A>
+template <class T, class A, int VW>
 [[gnu::always_inline]] inline void tile_values(const AttnParams<T>& p, const T* vb, std::int64_t j0,
                                                std::int64_t qn, std::int64_t jn, const A* s,
                                                A* acc) {
   if constexpr (std::is_same_v<T, float>) {
-    constexpr std::int64_t kCols = kLanes;
-    for (std::int64_t i0 = 0; i0 < qn; i0 += kRows) {
-      std::int64_t rows = std::min(kRows, qn - i0);
+    using V = typename AttnVec<VW>::V;
+    using U = typename AttnVec<VW>::U;
+    constexpr std::int64_t kCols = 2 * VW, kR = kRows<VW>;
+    for (std::int64_t i0 = 0; i0 < qn; i0 += kR) {
+      std::int64_t rows = std::min(kR, qn - i0);
       for (std::int64_t c0 = 0; c0 < p.dv; c0 += kCols) {
         if (p.dv - c0 >= kCols) {
-          V8 a0[kRows], a1[kRows];
+          V a0[kR], a1[kR];
 #pragma GCC unroll 8
-          for (std::int64_t r = 0; r < kRows; ++r) {
+          for (std::int64_t r = 0; r < kR; ++r) {
             const float* ar = acc + (i0 + r) * p.dv + c0;
-            a0[r] = r < rows ? *reinterpret_cast<const V8U*>(ar) : V8{};
-            a1[r] = r < rows ? *reinterpret_cast<const V8U*>(ar + 8) : V8{};
+            a0[r] = r < rows ? *reinterpret_cast<const U*>(ar) : V{};
+            a1[r] = r < rows ? *reinterpret_cast<const U*>(ar + VW) : V{};
           }
           for (std::int64_t j = 0; j < jn; ++j) {
-            const V8 v0 = *reinterpret_cast<const V8U*>(vb + (j0 + j) * p.v_s + c0);
-            const V8 v1 = *reinterpret_cast<const V8U*>(vb + (j0 + j) * p.v_s + c0 + 8);
+            const V v0 = *reinterpret_cast<const U*>(vb + (j0 + j) * p.v_s + c0);
+            const V v1 = *reinterpret_cast<const U*>(vb + (j0 + j) * p.v_s + c0 + VW);
 #pragma GCC unroll 8
-            for (std::int64_t r = 0; r < kRows; ++r) {
+            for (std::int64_t r = 0; r < kR; ++r) {
               const float pr = r < rows ? s[(i0 + r) * kTileK + j] : 0.0f;
               a0[r] += pr * v0;
               a1[r] += pr * v1;
@@ -139,8 +151,8 @@ template <class T, class A>
           }
           for (std::int64_t r = 0; r < rows; ++r) {
             float* ar = acc + (i0 + r) * p.dv + c0;
-            *reinterpret_cast<V8U*>(ar) = a0[r];
-            *reinterpret_cast<V8U*>(ar + 8) = a1[r];
+            *reinterpret_cast<U*>(ar) = a0[r];
+            *reinterpret_cast<U*>(ar + VW) = a1[r];
           }
         } else {
           for (std::int64_t j = 0; j < jn; ++j) {
@@ -170,8 +182,9 @@ template <class T, class A>
   }
 }
 
-/// One (batch, head, query block) task. \p A is the compute type (float for f32, double for f64).
-template <class T, class A>
+/// One (batch, head, query block) task. \p A is the compute type (float for f32, double for f64);
+/// \p VW the f32 micro-kernels' vector width (AttnVec).
+template <class T, class A, int VW = 8>
 [[gnu::always_inline]] inline void attention_task(const AttnParams<T>& p, std::int64_t task,
                                                   A* scratch) {
   constexpr A kNegInf = -std::numeric_limits<A>::infinity();
@@ -207,7 +220,7 @@ template <class T, class A>
 
   for (std::int64_t j0 = jmin; j0 < jmax; j0 += kTileK) {
     std::int64_t jn = std::min(kTileK, jmax - j0);
-    tile_scores<T, A>(p, qb, kb, j0, qn, jn, s, kt, ktb);
+    tile_scores<T, A, VW>(p, qb, kb, j0, qn, jn, s, kt, ktb);
     // Scale, softcap, bias and masks. Entries past jn are -inf, so the vector loops below run the
     // full, aligned tile width (no scalar peel or remainder) and those keys weigh 0.
     for (std::int64_t i = 0; i < qn; ++i)
@@ -248,7 +261,7 @@ template <class T, class A>
           ai[d] *= corr;
       }
     }
-    tile_values<T, A>(p, vb, j0, qn, jn, s, acc);
+    tile_values<T, A, VW>(p, vb, j0, qn, jn, s, acc);
   }
   // Normalise and store.
   T* ob = p.o + b * p.o_b + h * p.o_h + q0 * p.o_s;
@@ -261,10 +274,33 @@ template <class T, class A>
   }
 }
 
-/// The f32 task, compiled once per instruction set.
+/// The f32 task, compiled once per instruction set, with AVX2-wide micro-kernels.
 RLX_CPU_MULTIVERSION void attention_task_f32(const AttnParams<float>& p, std::int64_t task,
                                              float* scratch) {
-  attention_task<float, float>(p, task, scratch);
+  attention_task<float, float, 8>(p, task, scratch);
+}
+
+/// One f32 task's function.
+using AttnTaskF32 = void (*)(const AttnParams<float>&, std::int64_t, float*);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/// The f32 task with AVX-512-wide micro-kernels (8 x 32 register blocks), for x86-64-v4 CPUs
+/// only. Everything it calls is inlined into it or compiled for the baseline, so no AVX-512 code
+/// reaches the other CPUs.
+__attribute__((target("arch=x86-64-v4"))) void
+attention_task_f32_avx512(const AttnParams<float>& p, std::int64_t task, float* scratch) {
+  attention_task<float, float, 16>(p, task, scratch);
+}
+#endif
+
+/// The f32 task for this CPU: AVX-512-wide where the packed GEMM runs AVX-512 code (the CPU has
+/// x86-64-v4 and RLX_GEMM_ISA does not cap it), else the multiversioned one.
+AttnTaskF32 f32_task() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (packed::best_isa() == packed::Isa::avx512)
+    return attention_task_f32_avx512;
+#endif
+  return attention_task_f32;
 }
 
 /// Scratch: per thread one task's tiles (64-byte aligned slices), plus the padding keep flags.
@@ -455,10 +491,11 @@ void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* 
     pt.kt = kt;
   }
   const std::int64_t tasks = pt.batch * pt.heads * pt.blocks_per_head;
+  static const AttnTaskF32 task_f32 = f32_task();
   parallel_for_slots(ctx, tasks, 1, [&](std::int64_t b, std::int64_t e, int slot) {
     auto* s = reinterpret_cast<float*>(scratch + slice * (slot < threads ? slot : 0));
     for (std::int64_t t = b; t < e; ++t)
-      attention_task_f32(pt, t, s);
+      task_f32(pt, t, s);
   });
 }
 

@@ -154,6 +154,10 @@ struct CompileBreakdown {
   double weights_ms = 0;    ///< preparing weight copies: packed layouts, reorders, concatenations
   std::int64_t weight_bytes = 0; ///< bytes of the weight copies prepared (not those reused)
   double measure_ms = 0;         ///< timing candidate GEMMs (`--gemm auto`, unrecorded shapes)
+  /// Bytes of the weight copies the executable reads (packed layouts, concatenations; those it
+  /// reuses from the weight region included), as device_bytes() counts them. A layout may pad:
+  /// oneDNN's blocked layouts on AVX-512 round a [96, 32] weight up to 96 x 64 floats.
+  std::int64_t copy_bytes = 0;
 };
 
 /// The compile-time breakdown of \p exe. Throws Error when \p exe was not made by a CpuBackend.
