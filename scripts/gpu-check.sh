@@ -35,6 +35,8 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib/device.sh
+source "$root/scripts/lib/device.sh"
 stage_dir="$root/.gpu-stage"
 
 if [[ "${1:-}" == "--stage" ]]; then
@@ -43,23 +45,11 @@ if [[ "${1:-}" == "--stage" ]]; then
   targets=(rlx rlx_opencl_conformance_test rlx_opencl_gemm_bench rlx_opencl_attention_bench)
   cmake --build "$build" --parallel "${RLX_STAGE_JOBS:-2}" --target "${targets[@]}"
   tmp=$(mktemp -d)
-  mkdir -p "$tmp/bin" "$tmp/lib" "$tmp/fallback" "$tmp/anchors"
+  mkdir -p "$tmp/anchors"
   # The peer's model definitions (same weights as the CPU anchors), for gpu_torch_peer.py.
   cp "${RLX_ANCHORS:-$root/../shared/anchors}/make_models.py" "$tmp/anchors/"
-  cp "$build/rlx-runtime/rlx" "$build/rlx-opencl/tests/rlx_opencl_conformance_test" \
-    "$build/rlx-opencl/bench/rlx_opencl_gemm_bench" \
-    "$build/rlx-opencl/bench/rlx_opencl_attention_bench" "$tmp/bin/"
-  # Every shared library the programs use except glibc's own (the image's is as new or newer).
-  for b in "$tmp"/bin/*; do
-    ldd "$b" | awk '/=> \//{print $3}'
-  done | sort -u | grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' |
-    while read -r lib; do
-      case $(basename "$lib") in
-      # The C++ runtime only where the image lacks one (a newer one serves these programs too).
-      libstdc++.so.* | libgcc_s.so.*) cp -L "$lib" "$tmp/fallback/" ;;
-      *) cp -L "$lib" "$tmp/lib/" ;;
-      esac
-    done
+  bundle_programs "$tmp" "$build/rlx-runtime/rlx" "$build/rlx-opencl/tests/rlx_opencl_conformance_test" \
+    "$build/rlx-opencl/bench/rlx_opencl_gemm_bench" "$build/rlx-opencl/bench/rlx_opencl_attention_bench"
   mkdir -p "$stage_dir"
   tar -C "$tmp" -czf "$stage_dir/bundle.tar.gz" bin lib fallback anchors
   rm -rf "$tmp"
@@ -78,23 +68,6 @@ start=$(date +%s)
 summary="$out/summary.txt"
 : >"$summary"
 
-# Runs "$@" under a timeout of min($1, what is left of the budget), logging to the summary.
-step() {
-  local name=$1 limit=$2
-  shift 2
-  local left=$((budget - ($(date +%s) - start)))
-  ((limit > left)) && limit=$left
-  if ((limit <= 5)); then
-    echo "$name: skipped (budget spent)" >>"$summary"
-    return
-  fi
-  local t0
-  t0=$(date +%s)
-  timeout --kill-after=5 "$limit" "$@"
-  local rc=$?
-  echo "$name: exit $rc in $(($(date +%s) - t0)) s (limit $limit s)" >>"$summary"
-}
-
 bundle="$stage_dir/bundle.tar.gz"
 if [[ ! -f "$bundle" ]]; then
   echo "no $bundle: run scripts/gpu-check.sh --stage here first and carry .gpu-stage" |
@@ -102,10 +75,7 @@ if [[ ! -f "$bundle" ]]; then
   exit 1
 fi
 dir=/tmp/rlx-gpu
-rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xzf "$bundle"
-libs="$dir/lib"
-ldconfig -p 2>/dev/null | grep -q 'libstdc++\.so\.6 ' || libs="$libs:$dir/fallback"
-export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unpack_bundle "$bundle" "$dir"
 export RLX_OPENCL_CACHE_DIR=/tmp/rlx-opencl-cache RLX_GEMM_CHOICES=/tmp/rlx-gemm-choices.tsv
 # The NVIDIA OpenCL driver, by its absolute path, found wherever the image mounts the driver's
 # libraries. It replaces what the image sets: the CUDA image sets OCL_ICD_FILENAMES to

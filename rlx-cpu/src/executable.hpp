@@ -58,7 +58,8 @@ public:
   std::string profile() const;
   /// Per kernel, in execution order: median and total time, provider and work.
   KernelTimings timings() const;
-  /// Where the constructor (the compile) spent its time, with the weight copies' bytes (packed_bytes_) as they are now.
+  /// Where the constructor (the compile) spent its time, with the weight copies' bytes
+  /// (packed_bytes_) as they are now.
   CompileBreakdown breakdown() const {
     CompileBreakdown b = breakdown_;
     b.copy_bytes = packed_bytes_;

@@ -8,7 +8,9 @@ Each round times every selected case once with ONNX Runtime (../shared/anchors/b
 --threads); the order of the two alternates from round to round so that drift of a shared machine
 hits both alike. The table gives, per case, the median over rounds of each runtime's per-round
 median latency, the ratio rlx/ORT and GFLOP/s (matmul FLOPs only, the count bench_ort.js uses, for
-both columns). The machine's load average is printed with
+both columns), and both GFLOP/s as a share of the machine's f32 FMA peak, measured once per round
+by scripts/anchors/fma_peak.cpp (register-only FMA chains on 2 threads, the widest ISA): what no
+GEMM can pass, so a row near it has nothing left to gain. The machine's load average is printed with
 the table: figures taken while other work runs are noisy and labelled so.
 
 With --rlx-onnx, rlx benchmarks the very .onnx file ONNX Runtime runs (`rlx bench --onnx`, imported by
@@ -23,6 +25,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import statistics
 import subprocess
@@ -131,6 +134,25 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+def build_fma_peak(work):
+    """Builds scripts/anchors/fma_peak.cpp into WORK once; returns its path (None when g++ fails)."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fma_peak.cpp")
+    exe = os.path.join(work, "fma_peak")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        p = subprocess.run(["g++", "-O2", "-pthread", src, "-o", exe], capture_output=True, text=True)
+        if p.returncode != 0:
+            log(f"# fma_peak did not build, no peak column: {p.stderr.strip()[-300:]}")
+            return None
+    return exe
+
+
+def fma_peak(exe, threads):
+    """The machine's f32 FMA peak on `threads` threads (GFLOP/s) and its ISA, measured now."""
+    p = subprocess.run([exe, str(threads), "0.2"], capture_output=True, text=True)
+    m = re.search(r"isa=(\S+) gflops=([\d.]+)", p.stdout)
+    return (float(m.group(2)), m.group(1)) if m else (None, None)
+
+
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
@@ -157,6 +179,8 @@ def main():
     cases = parse_cases(a.cases)
     models = list(dict.fromkeys(m for m, _, _ in cases))
 
+    peak_exe = build_fma_peak(os.path.dirname(os.path.abspath(a.json)) if a.json else "/tmp")
+    peaks, peak_isa = [], None
     load0, t_start = loadavg(), time.monotonic()
     ort_t = {c: [] for c in cases}
     rlx_t = {c: [] for c in cases}
@@ -195,6 +219,10 @@ def main():
                 raw.append({"round": r, **times[(c[1], c[2])], "loadavg": loadavg()})
             if not rlx_first:
                 do_rlx()
+        if peak_exe:  # the FMA peak once per round, so a slow spell of the host shows in it too
+            g, peak_isa = fma_peak(peak_exe, 2)
+            if g:
+                peaks.append(g)
         log(f"# round {r + 1}/{a.rounds} done, {time.monotonic() - t_start:.0f} s, load {loadavg():.2f}")
     load1 = loadavg()
 
@@ -210,6 +238,7 @@ def main():
                      "ratio_rlx_over_ort": (rm / om) if rm else None,
                      "ort_gflops": g / (om / 1e3), "rlx_gflops": (g / (rm / 1e3)) if rm else None})
 
+    peak = statistics.median(peaks) if peaks else None
     noisy = max(load0, load1) > 0.5 * (os.cpu_count() or 1)
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     print(f"\n### rlx vs ONNX Runtime ({when}; {cpu_model()} x{os.cpu_count()}; "
@@ -218,12 +247,18 @@ def main():
     if noisy:
         print(f"NOISY: load average {load0:.1f} at start, {load1:.1f} at end on {os.cpu_count()} cores "
               "(other work was running); rerun on a quiet machine for figures to quote.\n")
-    print("| case | ORT median ms | rlx median ms | rlx / ORT | ORT GFLOP/s | rlx GFLOP/s |")
-    print("|---|---:|---:|---:|---:|---:|")
+    if peak:
+        print(f"f32 FMA peak (scripts/anchors/fma_peak.cpp, 2 threads, {peak_isa}, median of the rounds): "
+              f"{peak:.1f} GFLOP/s; the % columns are each runtime's GFLOP/s as a share of it.\n")
+
+    def pct(g):
+        return "-" if not (g and peak) else f"{100 * g / peak:.0f}%"
+    print("| case | ORT median ms | rlx median ms | rlx / ORT | ORT GFLOP/s | rlx GFLOP/s | ORT % peak | rlx % peak |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(f"| {row['case']} | {row['ort_median_ms']:.3f} | {fmt(row['rlx_median_ms'], '.3f')} | "
               f"{fmt(row['ratio_rlx_over_ort'], '.2f')} | {row['ort_gflops']:.1f} | "
-              f"{fmt(row['rlx_gflops'], '.1f')} |")
+              f"{fmt(row['rlx_gflops'], '.1f')} | {pct(row['ort_gflops'])} | {pct(row['rlx_gflops'])} |")
     print("\nper-round medians (ms): " + "; ".join(
         f"{row['case']}: ORT " + "/".join(f"{t:.2f}" for t in row["ort_rounds_ms"])
         + ("" if not row["rlx_rounds_ms"] else " rlx " + "/".join(f"{t:.2f}" for t in row["rlx_rounds_ms"]))
@@ -236,6 +271,7 @@ def main():
     if a.json:
         doc = {"when": when, "cpu": cpu_model(), "cores": os.cpu_count(), "rounds": a.rounds,
                "target_s": a.target_s, "loadavg_start": load0, "loadavg_end": load1, "noisy": noisy,
+               "fma_peak_gflops": peak, "fma_peak_rounds": peaks, "fma_peak_isa": peak_isa,
                "rlx": a.rlx, "rows": rows, "raw": raw}
         with open(a.json, "w") as f:
             json.dump(doc, f, indent=1)

@@ -14,8 +14,8 @@
 #include "attention_core.hpp"
 
 #include "../dtypes.hpp"
-#include "../lower.hpp"
 #include "../gemm_packed.hpp"
+#include "../lower.hpp"
 #include "../simd.hpp"
 #include "rlx/ir/error.hpp"
 
