@@ -403,9 +403,9 @@ GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_w
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
   ++c.stats.lookups;
-  const std::string key = key_of(spec, threads);
-  if (auto it = c.choices.find(key); it != c.choices.end())
-    return it->second;
+  // The threshold first: a product under it goes to oneDNN even when this process measured its
+  // shape for a caller with a lower threshold, so every process with the same threshold chooses
+  // alike (the record file is not read for it either).
   const double work = numel_d(spec.out_sizes) *
                       static_cast<double>(spec.transpose_a ? spec.a_sizes[spec.a_sizes.size() - 2]
                                                            : spec.a_sizes.back());
@@ -413,6 +413,9 @@ GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_w
     GemmChoice fixed; // oneDNN, not remembered
     return fixed;
   }
+  const std::string key = key_of(spec, threads);
+  if (auto it = c.choices.find(key); it != c.choices.end())
+    return it->second;
   const double bytes =
       4 * (numel_d(spec.a_sizes) + numel_d(spec.b_sizes) + numel_d(spec.out_sizes));
   if (bytes > kMaxTimedBytes) {

@@ -183,6 +183,12 @@ TEST(GemmChoice, MeasuresBothCandidatesOnTheRealShape) {
   EXPECT_EQ(c.note().rfind(std::string("auto: ") + cpu::gemm_impl_name(c.impl), 0), 0u) << c.note();
   for (const char* name : {"onednn", "openblas", "packed"})
     EXPECT_NE(c.note().find(name), std::string::npos) << c.note();
+  // Asked again under a threshold above its work, the shape is not the measured choice: as in a
+  // fresh process with that threshold, oneDNN unmeasured.
+  const cpu::GemmChoice small = cpu::measured_gemm(s, 2, 64 * 136 * 96 + 1);
+  EXPECT_FALSE(small.measured);
+  EXPECT_EQ(small.impl, cpu::GemmImpl::onednn);
+  EXPECT_TRUE(cpu::measured_gemm(s, 2, 64 * 136 * 96).measured); // at the threshold: measured
   s.dtype = ir::DType::f64;
   EXPECT_THROW(cpu::measured_gemm(s, 2, 0), Error);
 }
