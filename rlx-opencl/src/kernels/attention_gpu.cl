@@ -33,7 +33,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
   const long bh = get_group_id(1), b = bh / H, h = bh % H, kh = h / (H / KVH);
   const long i0 = get_group_id(0) * ATTNG_BQ;
   const long i1 = min(i0 + ATTNG_BQ, Sq) - 1; // the group's last live row
-  const attn_meta am = attn_meta_of(m, k, ko, v, vo, b, kh);
+  const attn_meta am = attn_meta_of(m, k, ko, v, vo, mask + mbo, scale, softcap, b, kh);
 
   // The union of the group's visible keys [glo, ghi).
   long ghi = Sk, glo = 0;
@@ -97,7 +97,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
         for (int rr = 0; rr < ATTNG_BQ; ++rr)
           dot[rr] = fma(qs[rr * D + d], kv, dot[rr]);
       }
-      const bool kept = am.kind != M_PADDING || mask_keeps(mask + mbo, b * Sk + j, am.mdt);
+      const bool kept = attn_kept(am, b * Sk + j);
 #pragma unroll
       for (int rr = 0; rr < ATTNG_BQ; ++rr) {
         const long ir = i0 + rr;
@@ -107,11 +107,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
             ((am.kind != M_CAUSAL && am.kind != M_SLIDING) || j < min(Sk, ir + am.shift + 1)) &&
             (am.kind != M_SLIDING || j >= ir + am.shift - am.window + 1);
         if (visible) {
-          sc = scale * dot[rr];
-          if (softcap > 0.0f)
-            sc = softcap * tanh(sc / softcap);
-          if (am.kind == M_BIAS)
-            sc += attn_bias(mask + mbo, am.bs, b, h, ir, j);
+          sc = attn_score(am, dot[rr], b, h, ir, j);
           if (isnan(sc)) {
             nanrow[rr] = 1;
             sc = -INFINITY;

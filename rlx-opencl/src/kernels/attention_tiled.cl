@@ -22,7 +22,7 @@ attention_tiled_f32_k(__global const float* q, long qo, __global const float* k,
   const long i0 = get_group_id(0) * ATTN_TQ, i = i0 + l;
   const long i1 = min(i0 + ATTN_TQ, Sq) - 1; // the group's last row
   const bool live = i < Sq;
-  const attn_meta am = attn_meta_of(m, k, ko, v, vo, b, kh);
+  const attn_meta am = attn_meta_of(m, k, ko, v, vo, mask + mbo, scale, softcap, b, kh);
 
   // This row's visible keys [jbegin, jend), and the union over the group's rows [glo, ghi).
   long jend = Sk, jbegin = 0, ghi = Sk, glo = 0;
@@ -65,17 +65,12 @@ attention_tiled_f32_k(__global const float* q, long qo, __global const float* k,
     for (int jj = 0; jj < n; ++jj) {
       const long j = t0 + jj;
       s[jj] = -INFINITY; // weight 0: not visible, padded out, or a -inf score
-      if (j < jbegin || j >= jend ||
-          (am.kind == M_PADDING && !mask_keeps(mask + mbo, b * Sk + j, am.mdt)))
+      if (j < jbegin || j >= jend || !attn_kept(am, b * Sk + j))
         continue;
       float dot = 0.0f;
       for (long d = 0; d < D; ++d)
         dot = fma(qs[l * Dp + d], ks[jj * D + d], dot);
-      float sc = scale * dot;
-      if (softcap > 0.0f)
-        sc = softcap * tanh(sc / softcap);
-      if (am.kind == M_BIAS)
-        sc += attn_bias(mask + mbo, am.bs, b, h, i, j);
+      const float sc = attn_score(am, dot, b, h, i, j);
       if (isnan(sc)) {
         nan = true;
         continue;
@@ -102,12 +97,5 @@ attention_tiled_f32_k(__global const float* q, long qo, __global const float* k,
   if (!live)
     return;
   __global float* orow = out + oo + b * am.st[9] + i * am.st[10] + h * am.st[11];
-  if (nan) {
-    for (long d = 0; d < Dv; ++d)
-      orow[d] = NAN;
-    return;
-  }
-  const float inv = mx == -INFINITY ? 0.0f : 1.0f / sum;
-  for (long d = 0; d < Dv; ++d)
-    orow[d] = acc[d] * inv;
+  attn_write_row(orow, acc, Dv, nan, mx, sum);
 }
