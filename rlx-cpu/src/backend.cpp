@@ -111,7 +111,7 @@ std::string kernel_profile(const compile::Executable& exe) {
   return as_cpu(exe, "kernel_profile")->profile();
 }
 
-KernelTimings kernel_timings(const compile::Executable& exe) {
+compile::KernelTimings kernel_timings(const compile::Executable& exe) {
   return as_cpu(exe, "kernel_timings")->timings();
 }
 

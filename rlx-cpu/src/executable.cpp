@@ -536,11 +536,11 @@ std::string CpuExecutable::profile() const {
   return os.str();
 }
 
-KernelTimings CpuExecutable::timings() const {
-  KernelTimings t;
+compile::KernelTimings CpuExecutable::timings() const {
+  compile::KernelTimings t;
   t.runs = profiled_runs_;
   for (const Record& r : kernels_) {
-    KernelTiming k;
+    compile::KernelTiming k;
     k.node = "%" + std::to_string(r.node.v);
     k.op = r.op;
     k.provider = r.provider;

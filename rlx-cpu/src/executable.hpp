@@ -57,7 +57,7 @@ public:
   /// Per kernel: total milliseconds over the profiled runs and share of the total, slowest first.
   std::string profile() const;
   /// Per kernel, in execution order: median and total time, provider and work.
-  KernelTimings timings() const;
+  compile::KernelTimings timings() const;
   /// Where the constructor (the compile) spent its time, with the weight copies' bytes
   /// (packed_bytes_) as they are now.
   CompileBreakdown breakdown() const {

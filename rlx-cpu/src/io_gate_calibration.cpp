@@ -64,7 +64,7 @@ public:
     set_kernel_profiling(*exe_, true);
     for (int i = 0; i < runs; ++i)
       exe_->execute();
-    for (const KernelTiming& k : kernel_timings(*exe_).kernels)
+    for (const compile::KernelTiming& k : kernel_timings(*exe_).kernels)
       if (k.op == op_) {
         if (std::getenv("RLX_CALIBRATE_VERBOSE"))
           std::fprintf(stderr, "probe %-20s %-10s %-50s %10.4f ms\n", k.op.c_str(),

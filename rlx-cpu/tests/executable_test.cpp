@@ -379,7 +379,7 @@ TEST(CpuExecutable, KernelTimingsCountEveryRecordAndItsWork) {
   cpu::set_kernel_profiling(*exe, true);
   for (int i = 0; i < 3; ++i)
     exe->execute();
-  cpu::KernelTimings t = cpu::kernel_timings(*exe);
+  compile::KernelTimings t = cpu::kernel_timings(*exe);
   EXPECT_EQ(t.runs, 3);
   ASSERT_EQ(t.kernels.size(), 2u) << cpu::kernel_listing(*exe);
   EXPECT_EQ(t.kernels[0].op, "matmul"); // execution order

@@ -89,7 +89,7 @@ void set_kernel_profiling(compile::Executable& exe, bool on) {
   const_cast<OpenClExecutable*>(as_opencl(exe, "set_kernel_profiling"))->set_profiling(on);
 }
 
-KernelTimings kernel_timings(const compile::Executable& exe) {
+compile::KernelTimings kernel_timings(const compile::Executable& exe) {
   return as_opencl(exe, "kernel_timings")->timings();
 }
 

@@ -443,8 +443,8 @@ void OpenClExecutable::set_profiling(bool on) {
   step_ms_.clear();
 }
 
-KernelTimings OpenClExecutable::timings() const {
-  KernelTimings out;
+compile::KernelTimings OpenClExecutable::timings() const {
+  compile::KernelTimings out;
   out.runs = profiled_runs_;
   if (profiled_runs_ == 0)
     return out;
@@ -454,10 +454,10 @@ KernelTimings OpenClExecutable::timings() const {
     std::size_t e = i + 1;
     while (e < steps_.size() && steps_[e].node == steps_[i].node)
       ++e;
-    KernelTiming k;
+    compile::KernelTiming k;
     k.node = "%" + std::to_string(steps_[i].node);
     k.op = op_names_.at(steps_[i].node);
-    k.kernel = steps_[i].what;
+    k.provider = steps_[i].what;
     for (std::size_t j = i + 1; j < e; ++j)
       k.note += (j == i + 1 ? "+ " : ", ") + steps_[j].what;
     std::vector<double> per_run(static_cast<std::size_t>(profiled_runs_), 0.0);

@@ -84,7 +84,7 @@ public:
   /// clears the times (see set_kernel_profiling()).
   void set_profiling(bool on);
   /// Per node, its steps' device time over the profiled runs (see kernel_timings()).
-  KernelTimings timings() const;
+  compile::KernelTimings timings() const;
   /// The number of arena buffers.
   int buffer_count() const { return static_cast<int>(chunks_.size()); }
 

@@ -312,22 +312,22 @@ TEST(Profile, TimesEveryNodeOfTheProfiledRunsOnly) {
     exe->execute();
   const ir::Tensor want = ir::reference::evaluate(g, in, params)[0];
   EXPECT_LT(ir::max_abs_diff(exe->output(0), want), 1e-5); // the profiling queue computes too
-  const KernelTimings kt = kernel_timings(*exe);
+  const compile::KernelTimings kt = kernel_timings(*exe);
   EXPECT_EQ(kt.runs, 3);
   ASSERT_EQ(kt.kernels.size(), 2u); // matmul_bias_act, softmax
-  const KernelTiming& mm = kt.kernels[0];
-  const KernelTiming& sm = kt.kernels[1];
+  const compile::KernelTiming& mm = kt.kernels[0];
+  const compile::KernelTiming& sm = kt.kernels[1];
   EXPECT_EQ(mm.op, "matmul_bias_act");
   EXPECT_EQ(sm.op, "softmax");
-  EXPECT_EQ(sm.kernel, "softmax_f32_k");
+  EXPECT_EQ(sm.provider, "softmax_f32_k");
   if (have_clblast()) { // a library call (timed between markers) and its epilogue launch
-    EXPECT_EQ(mm.kernel, "clblast_sgemm");
+    EXPECT_EQ(mm.provider, "clblast_sgemm");
     EXPECT_EQ(mm.note, "+ epilogue_f32_k");
   }
   EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 64 * 64 * 64);
   EXPECT_EQ(sm.flops, 0.0);                      // GB/s for the rest
   EXPECT_DOUBLE_EQ(sm.bytes, 2.0 * 64 * 64 * 4); // its operand and result
-  for (const KernelTiming& k : kt.kernels) {
+  for (const compile::KernelTiming& k : kt.kernels) {
     EXPECT_GT(k.median_ms, 0.0) << k.node;
     EXPECT_GE(k.total_ms, k.median_ms) << k.node;
   }

@@ -2,6 +2,11 @@
 // item per (batch, head, query row) walks the visible keys once, keeping the running max, the
 // running sum and a private Dv-accumulator. Every mask kind, GQA, both layouts, scale, softcap and
 // Sq != Sk (queries aligned to the last keys).
+//
+// It also holds what the three attention kernels share (the program holds attention.cl before
+// attention_gpu.cl and attention_tiled.cl): the mask kinds, mask_keeps, the metadata decoder
+// attn_meta_of, attn_kept (is a key padded out), attn_score (a score from its dot product) and
+// attn_write_row (a row's outputs from its online softmax; the gpu kernel writes its own).
 #define ATTN_MAX_DV 256
 
 // Mask kinds (the order of rlx::ir::MaskKind).
@@ -24,6 +29,75 @@ inline bool mask_keeps(__global const uchar* p, long i, int dt) {
   }
 }
 
+/// What every attention kernel decodes beside the shapes (the metadata's layout: see
+/// attention_f32_k) for the keys and values of one (batch, KV head), with the mask operand and the
+/// score's scale and softcap.
+typedef struct {
+  __global const long* st;    // the (batch, seq, head) strides of q, k, v and out (12 entries)
+  __global const float* kb;   // the keys of (b, kh): key j's row at kb + j * st[4]
+  __global const float* vb;   // the values of (b, kh): value j's row at vb + j * st[7]
+  int kind;                   // the mask kind (M_*)
+  long window;                // M_SLIDING: a row sees its last `window` keys
+  int mdt;                    // M_PADDING: the padding mask's dtype
+  __global const long* bs;    // M_BIAS: the bias's (b, h, i, j) strides
+  long shift;                 // Sk - Sq: query row i is aligned to key i + shift
+  __global const uchar* mask; // the mask operand's bytes: a padding mask or the f32 bias
+  float scale, softcap;       // a score is scale * q·k, then softcap * tanh(s / softcap) if > 0
+} attn_meta;
+
+/// Decodes the attention metadata at \p m for batch \p b, KV head \p kh of keys \p k (offset
+/// \p ko) and values \p v (offset \p vo); \p mask is the mask operand's first byte, \p scale and
+/// \p softcap the kernel's (see attn_score).
+inline attn_meta attn_meta_of(__global const long* m, __global const float* k, long ko,
+                              __global const float* v, long vo, __global const uchar* mask,
+                              float scale, float softcap, long b, long kh) {
+  attn_meta a;
+  a.st = m + 7;
+  a.kb = k + ko + b * a.st[3] + kh * a.st[5];
+  a.vb = v + vo + b * a.st[6] + kh * a.st[8];
+  a.kind = (int)m[19];
+  a.window = m[20];
+  a.mdt = (int)m[21];
+  a.bs = m + 22;
+  a.shift = m[4] - m[3];
+  a.mask = mask;
+  a.scale = scale;
+  a.softcap = softcap;
+  return a;
+}
+
+/// Whether element \p bj (= b * Sk + j) of \p a's [B, Sk] padding mask keeps key j of batch b;
+/// true under the other mask kinds.
+inline bool attn_kept(attn_meta a, long bj) {
+  return a.kind != M_PADDING || mask_keeps(a.mask, bj, a.mdt);
+}
+
+/// Score (\p b, \p h, \p i, \p j) from its dot product \p dot: scaled, soft-capped, plus the
+/// additive bias under M_BIAS.
+inline float attn_score(attn_meta a, float dot, long b, long h, long i, long j) {
+  float s = a.scale * dot;
+  if (a.softcap > 0.0f)
+    s = a.softcap * tanh(s / a.softcap);
+  if (a.kind == M_BIAS)
+    s += ((__global const float*)a.mask)[b * a.bs[0] + h * a.bs[1] + i * a.bs[2] + j * a.bs[3]];
+  return s;
+}
+
+/// Writes a row's \p Dv outputs to \p orow from its online softmax: the accumulator \p acc over
+/// the sum \p sum of its weights; NaN where a score was NaN (\p nan); 0 where no key was kept (the
+/// running max \p mx is still -inf).
+inline void attn_write_row(__global float* orow, const float* acc, long Dv, bool nan, float mx,
+                           float sum) {
+  if (nan) {
+    for (long d = 0; d < Dv; ++d)
+      orow[d] = NAN;
+    return;
+  }
+  const float inv = mx == -INFINITY ? 0.0f : 1.0f / sum;
+  for (long d = 0; d < Dv; ++d)
+    orow[d] = acc[d] * inv;
+}
+
 /// meta: B, H, KVH, Sq, Sk, D, Dv, then (batch, seq, head) strides of q, k, v and out, then the
 /// mask kind, window, the padding mask's dtype, then the bias's (b, h, i, j) strides. The mask
 /// operand (byte address) is a [B, Sk] padding mask or an f32 additive bias, else unused.
@@ -39,22 +113,15 @@ __kernel void attention_f32_k(__global const float* q, long qo, __global const f
     return;
   const long i = gid % Sq, h = (gid / Sq) % H, b = gid / (Sq * H);
   const long kh = h / (H / KVH);
-  __global const long* st = m + 7;
-  __global const float* qr = q + qo + b * st[0] + i * st[1] + h * st[2];
-  __global const float* kb = k + ko + b * st[3] + kh * st[5];
-  __global const float* vb = v + vo + b * st[6] + kh * st[8];
-  __global float* orow = out + oo + b * st[9] + i * st[10] + h * st[11];
-  const int kind = (int)m[19];
-  const long window = m[20];
-  const int mdt = (int)m[21];
-  __global const long* bs = m + 22;
-  const long shift = Sk - Sq;
+  const attn_meta am = attn_meta_of(m, k, ko, v, vo, mask + mbo, scale, softcap, b, kh);
+  __global const float* qr = q + qo + b * am.st[0] + i * am.st[1] + h * am.st[2];
+  __global float* orow = out + oo + b * am.st[9] + i * am.st[10] + h * am.st[11];
 
   long jend = Sk, jbegin = 0;
-  if (kind == M_CAUSAL || kind == M_SLIDING)
-    jend = min(Sk, i + shift + 1);
-  if (kind == M_SLIDING)
-    jbegin = max(0L, i + shift - window + 1);
+  if (am.kind == M_CAUSAL || am.kind == M_SLIDING)
+    jend = min(Sk, i + am.shift + 1);
+  if (am.kind == M_SLIDING)
+    jbegin = max(0L, i + am.shift - am.window + 1);
 
   float acc[ATTN_MAX_DV];
   for (long d = 0; d < Dv; ++d)
@@ -62,24 +129,20 @@ __kernel void attention_f32_k(__global const float* q, long qo, __global const f
   float mx = -INFINITY, sum = 0.0f;
   bool nan = false;
   for (long j = jbegin; j < jend; ++j) {
-    if (kind == M_PADDING && !mask_keeps(mask + mbo, b * Sk + j, mdt))
+    if (!attn_kept(am, b * Sk + j))
       continue;
-    __global const float* kr = kb + j * st[4];
+    __global const float* kr = am.kb + j * am.st[4];
     float dot = 0.0f;
     for (long d = 0; d < D; ++d)
       dot = fma(qr[d], kr[d], dot);
-    float s = scale * dot;
-    if (softcap > 0.0f)
-      s = softcap * tanh(s / softcap);
-    if (kind == M_BIAS)
-      s += ((__global const float*)(mask + mbo))[b * bs[0] + h * bs[1] + i * bs[2] + j * bs[3]];
+    const float s = attn_score(am, dot, b, h, i, j);
     if (isnan(s)) {
       nan = true;
       continue;
     }
     if (s == -INFINITY)
       continue; // weight 0 (unless every kept score is -inf: then the row is 0)
-    __global const float* vr = vb + j * st[7];
+    __global const float* vr = am.vb + j * am.st[7];
     if (s > mx) {
       const float c = exp(mx - s); // 0 for the first key (mx = -inf)
       sum *= c;
@@ -92,12 +155,5 @@ __kernel void attention_f32_k(__global const float* q, long qo, __global const f
     for (long d = 0; d < Dv; ++d)
       acc[d] = fma(p, vr[d], acc[d]);
   }
-  if (nan) {
-    for (long d = 0; d < Dv; ++d)
-      orow[d] = NAN;
-    return;
-  }
-  const float inv = mx == -INFINITY ? 0.0f : 1.0f / sum;
-  for (long d = 0; d < Dv; ++d)
-    orow[d] = acc[d] * inv;
+  attn_write_row(orow, acc, Dv, nan, mx, sum);
 }

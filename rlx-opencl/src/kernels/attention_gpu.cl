@@ -33,21 +33,14 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
   const long bh = get_group_id(1), b = bh / H, h = bh % H, kh = h / (H / KVH);
   const long i0 = get_group_id(0) * ATTNG_BQ;
   const long i1 = min(i0 + ATTNG_BQ, Sq) - 1; // the group's last live row
-  __global const long* st = m + 7;
-  __global const float* kb = k + ko + b * st[3] + kh * st[5];
-  __global const float* vb = v + vo + b * st[6] + kh * st[8];
-  const int kind = (int)m[19];
-  const long window = m[20];
-  const int mdt = (int)m[21];
-  __global const long* bs = m + 22;
-  const long shift = Sk - Sq;
+  const attn_meta am = attn_meta_of(m, k, ko, v, vo, mask + mbo, scale, softcap, b, kh);
 
   // The union of the group's visible keys [glo, ghi).
   long ghi = Sk, glo = 0;
-  if (kind == M_CAUSAL || kind == M_SLIDING)
-    ghi = min(Sk, i1 + shift + 1);
-  if (kind == M_SLIDING)
-    glo = max(0L, i0 + shift - window + 1);
+  if (am.kind == M_CAUSAL || am.kind == M_SLIDING)
+    ghi = min(Sk, i1 + am.shift + 1);
+  if (am.kind == M_SLIDING)
+    glo = max(0L, i0 + am.shift - am.window + 1);
 
   const int Dp = D + 1;
   __local float* qs = lm;                    // [ATTNG_BQ][D]
@@ -57,7 +50,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
   __local float* red = ps + ATTNG_BQ * ATTNG_PS; // [ATTNG_WG]: partial maxima / sums
   __local int* nanrow = (__local int*)(red + ATTNG_WG); // [ATTNG_BQ]: a NaN score was seen
   for (int rr = 0; rr < ATTNG_BQ; ++rr) { // no division per element: rows, then features
-    __global const float* qr = q + qo + b * st[0] + (i0 + rr) * st[1] + h * st[2];
+    __global const float* qr = q + qo + b * am.st[0] + (i0 + rr) * am.st[1] + h * am.st[2];
     for (int d = l; d < D; d += ATTNG_WG)
       qs[rr * D + d] = i0 + rr < Sq ? qr[d] : 0.0f;
   }
@@ -82,8 +75,8 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
     const int n = (int)min((long)ATTNG_TK, ghi - t0);
     barrier(CLK_LOCAL_MEM_FENCE); // the Q block is written; the previous tiles are used
     for (int jj = 0; jj < n; ++jj) { // no division per element: rows, then features
-      __global const float* kr = kb + (t0 + jj) * st[4];
-      __global const float* vr = vb + (t0 + jj) * st[7];
+      __global const float* kr = am.kb + (t0 + jj) * am.st[4];
+      __global const float* vr = am.vb + (t0 + jj) * am.st[7];
       for (int d = l; d < D; d += ATTNG_WG)
         ks[jj * Dp + d] = kr[d];
       for (int d = l; d < Dv; d += ATTNG_WG)
@@ -104,22 +97,17 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
         for (int rr = 0; rr < ATTNG_BQ; ++rr)
           dot[rr] = fma(qs[rr * D + d], kv, dot[rr]);
       }
-      const bool kept = kind != M_PADDING || mask_keeps(mask + mbo, b * Sk + j, mdt);
+      const bool kept = attn_kept(am, b * Sk + j);
 #pragma unroll
       for (int rr = 0; rr < ATTNG_BQ; ++rr) {
         const long ir = i0 + rr;
         float sc = -INFINITY; // weight 0: not visible, padded out, a dead row or a -inf score
         const bool visible =
             ir < Sq && kept &&
-            ((kind != M_CAUSAL && kind != M_SLIDING) || j < min(Sk, ir + shift + 1)) &&
-            (kind != M_SLIDING || j >= ir + shift - window + 1);
+            ((am.kind != M_CAUSAL && am.kind != M_SLIDING) || j < min(Sk, ir + am.shift + 1)) &&
+            (am.kind != M_SLIDING || j >= ir + am.shift - am.window + 1);
         if (visible) {
-          sc = scale * dot[rr];
-          if (softcap > 0.0f)
-            sc = softcap * tanh(sc / softcap);
-          if (kind == M_BIAS)
-            sc += ((__global const float*)(mask + mbo))[b * bs[0] + h * bs[1] + ir * bs[2] +
-                                                         j * bs[3]];
+          sc = attn_score(am, dot[rr], b, h, ir, j);
           if (isnan(sc)) {
             nanrow[rr] = 1;
             sc = -INFINITY;
@@ -176,7 +164,7 @@ attention_gpu_f32_k(__global const float* q, long qo, __global const float* k, l
   barrier(CLK_LOCAL_MEM_FENCE); // every NaN flag is written (also when no tile ran)
   if (!live)
     return;
-  __global float* orow = out + oo + b * st[9] + i * st[10] + h * st[11];
+  __global float* orow = out + oo + b * am.st[9] + i * am.st[10] + h * am.st[11];
   const bool nan = nanrow[r] != 0;
   const float inv = mx == -INFINITY ? 0.0f : 1.0f / sum;
 #pragma unroll

@@ -22,24 +22,17 @@ attention_tiled_f32_k(__global const float* q, long qo, __global const float* k,
   const long i0 = get_group_id(0) * ATTN_TQ, i = i0 + l;
   const long i1 = min(i0 + ATTN_TQ, Sq) - 1; // the group's last row
   const bool live = i < Sq;
-  __global const long* st = m + 7;
-  __global const float* kb = k + ko + b * st[3] + kh * st[5];
-  __global const float* vb = v + vo + b * st[6] + kh * st[8];
-  const int kind = (int)m[19];
-  const long window = m[20];
-  const int mdt = (int)m[21];
-  __global const long* bs = m + 22;
-  const long shift = Sk - Sq;
+  const attn_meta am = attn_meta_of(m, k, ko, v, vo, mask + mbo, scale, softcap, b, kh);
 
   // This row's visible keys [jbegin, jend), and the union over the group's rows [glo, ghi).
   long jend = Sk, jbegin = 0, ghi = Sk, glo = 0;
-  if (kind == M_CAUSAL || kind == M_SLIDING) {
-    jend = min(Sk, i + shift + 1);
-    ghi = min(Sk, i1 + shift + 1);
+  if (am.kind == M_CAUSAL || am.kind == M_SLIDING) {
+    jend = min(Sk, i + am.shift + 1);
+    ghi = min(Sk, i1 + am.shift + 1);
   }
-  if (kind == M_SLIDING) {
-    jbegin = max(0L, i + shift - window + 1);
-    glo = max(0L, i0 + shift - window + 1);
+  if (am.kind == M_SLIDING) {
+    jbegin = max(0L, i + am.shift - am.window + 1);
+    glo = max(0L, i0 + am.shift - am.window + 1);
   }
 
   const long Dp = D + 1;
@@ -48,7 +41,8 @@ attention_tiled_f32_k(__global const float* q, long qo, __global const float* k,
   __local float* vs = ks + ATTN_TK * D;   // [ATTN_TK][Dv]
   for (long e = l; e < ATTN_TQ * D; e += ATTN_TQ) {
     const long r = e / D, d = e % D;
-    qs[r * Dp + d] = i0 + r < Sq ? q[qo + b * st[0] + (i0 + r) * st[1] + h * st[2] + d] : 0.0f;
+    qs[r * Dp + d] =
+        i0 + r < Sq ? q[qo + b * am.st[0] + (i0 + r) * am.st[1] + h * am.st[2] + d] : 0.0f;
   }
 
   float acc[ATTN_MAX_DV];
@@ -60,9 +54,9 @@ attention_tiled_f32_k(__global const float* q, long qo, __global const float* k,
     const int n = (int)min((long)ATTN_TK, ghi - t0);
     barrier(CLK_LOCAL_MEM_FENCE); // the Q tile is written; the previous K / V tiles are used
     for (long e = l; e < n * D; e += ATTN_TQ)
-      ks[e] = kb[(t0 + e / D) * st[4] + e % D];
+      ks[e] = am.kb[(t0 + e / D) * am.st[4] + e % D];
     for (long e = l; e < n * Dv; e += ATTN_TQ)
-      vs[e] = vb[(t0 + e / Dv) * st[7] + e % Dv];
+      vs[e] = am.vb[(t0 + e / Dv) * am.st[7] + e % Dv];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (!live)
       continue;
@@ -71,17 +65,12 @@ attention_tiled_f32_k(__global const float* q, long qo, __global const float* k,
     for (int jj = 0; jj < n; ++jj) {
       const long j = t0 + jj;
       s[jj] = -INFINITY; // weight 0: not visible, padded out, or a -inf score
-      if (j < jbegin || j >= jend ||
-          (kind == M_PADDING && !mask_keeps(mask + mbo, b * Sk + j, mdt)))
+      if (j < jbegin || j >= jend || !attn_kept(am, b * Sk + j))
         continue;
       float dot = 0.0f;
       for (long d = 0; d < D; ++d)
         dot = fma(qs[l * Dp + d], ks[jj * D + d], dot);
-      float sc = scale * dot;
-      if (softcap > 0.0f)
-        sc = softcap * tanh(sc / softcap);
-      if (kind == M_BIAS)
-        sc += ((__global const float*)(mask + mbo))[b * bs[0] + h * bs[1] + i * bs[2] + j * bs[3]];
+      const float sc = attn_score(am, dot, b, h, i, j);
       if (isnan(sc)) {
         nan = true;
         continue;
@@ -107,13 +96,6 @@ attention_tiled_f32_k(__global const float* q, long qo, __global const float* k,
   }
   if (!live)
     return;
-  __global float* orow = out + oo + b * st[9] + i * st[10] + h * st[11];
-  if (nan) {
-    for (long d = 0; d < Dv; ++d)
-      orow[d] = NAN;
-    return;
-  }
-  const float inv = mx == -INFINITY ? 0.0f : 1.0f / sum;
-  for (long d = 0; d < Dv; ++d)
-    orow[d] = acc[d] * inv;
+  __global float* orow = out + oo + b * am.st[9] + i * am.st[10] + h * am.st[11];
+  attn_write_row(orow, acc, Dv, nan, mx, sum);
 }

@@ -3,6 +3,7 @@
 #include "model_args.hpp"
 #include "report.hpp"
 
+#include "rlx/compile/kernel_timing.hpp"
 #include "rlx/cpu/backend.hpp"
 #ifdef RLX_HAS_OPENCL
 #include "rlx/opencl/backend.hpp"
@@ -19,7 +20,7 @@ namespace rlx::cli {
 namespace {
 
 /// The rate of a kernel: GFLOP/s for a product (flops > 0), else GB/s of its operands and result.
-std::string rate_of(const cpu::KernelTiming& k) {
+std::string rate_of(const compile::KernelTiming& k) {
   char buf[32];
   if (k.median_ms <= 0)
     return "-";
@@ -30,7 +31,7 @@ std::string rate_of(const cpu::KernelTiming& k) {
   return buf;
 }
 
-double sum_of_medians(const cpu::KernelTimings& kt) {
+double sum_of_medians(const compile::KernelTimings& kt) {
   double total = 0;
   for (const auto& k : kt.kernels)
     total += k.median_ms;
@@ -39,9 +40,9 @@ double sum_of_medians(const cpu::KernelTimings& kt) {
 
 /// The per-kernel table, slowest first: median ms, share of the summed medians, rate, provider
 /// (on OpenCL: the node's first kernel; its column widens to the longest name).
-void print_profile(std::ostream& out, const cpu::KernelTimings& kt) {
+void print_profile(std::ostream& out, const compile::KernelTimings& kt) {
   const double total = sum_of_medians(kt);
-  std::vector<const cpu::KernelTiming*> order;
+  std::vector<const compile::KernelTiming*> order;
   int width = 10;
   for (const auto& k : kt.kernels) {
     order.push_back(&k);
@@ -64,20 +65,7 @@ void print_profile(std::ostream& out, const cpu::KernelTimings& kt) {
   }
 }
 
-#ifdef RLX_HAS_OPENCL
-/// The OpenCL executable's per-node device times in the CPU table's form (provider: the node's
-/// first kernel, note: its further steps).
-cpu::KernelTimings from_opencl(const opencl::KernelTimings& ot) {
-  cpu::KernelTimings kt;
-  kt.runs = ot.runs;
-  for (const auto& k : ot.kernels)
-    kt.kernels.push_back(
-        {k.node, k.op, k.kernel, k.note, k.median_ms, k.total_ms, k.flops, k.bytes});
-  return kt;
-}
-#endif
-
-nlohmann::json profile_json(const cpu::KernelTimings& kt) {
+nlohmann::json profile_json(const compile::KernelTimings& kt) {
   const double total = sum_of_medians(kt);
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& k : kt.kernels) {
@@ -170,11 +158,10 @@ struct Bench {
       }
     }
     const Latency lat = latency_of(times);
-    cpu::KernelTimings kt;
+    compile::KernelTimings kt;
     if (backend_exe != nullptr) {
 #ifdef RLX_HAS_OPENCL
-      kt = on_opencl ? from_opencl(opencl::kernel_timings(*backend_exe))
-                     : cpu::kernel_timings(*backend_exe);
+      kt = on_opencl ? opencl::kernel_timings(*backend_exe) : cpu::kernel_timings(*backend_exe);
 #else
       kt = cpu::kernel_timings(*backend_exe);
 #endif

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "rlx/compile/backend.hpp"
+#include "rlx/compile/kernel_timing.hpp"
 #include "rlx/ir/claims.hpp"
 
 #include <cstdint>
@@ -121,28 +122,10 @@ void set_kernel_profiling(compile::Executable& exe, bool on);
 /// share of the total. Throws Error when \p exe was not made by a CpuBackend.
 std::string kernel_profile(const compile::Executable& exe);
 
-/// One kernel record's times over the profiled runs (see kernel_timings()).
-struct KernelTiming {
-  std::string node;     ///< the node it computes, "%12"
-  std::string op;       ///< the op's name, "matmul_bias_act"
-  std::string provider; ///< the implementation: "onednn", "openblas", "tbb", "view-copy", ...
-  std::string note;     ///< why it was chosen, when the implementation says (e.g. --gemm auto)
-  double median_ms = 0; ///< median time of one run of the kernel
-  double total_ms = 0;  ///< summed over the profiled runs
-  double flops = 0;     ///< floating-point operations of one run (products and attention), else 0
-  double bytes = 0;     ///< bytes of its operands and result (what it must move at least once)
-};
-
-/// The per-kernel times of a CPU executable's profiled runs, in execution order.
-struct KernelTimings {
-  int runs = 0;                      ///< runs profiled since set_kernel_profiling(exe, true)
-  std::vector<KernelTiming> kernels; ///< one per kernel record, in execution order
-};
-
-/// The structured form of kernel_profile(): per kernel record, its median and total time over the
-/// profiled runs, its provider and its work (flops, bytes). Throws Error when \p exe was not made
-/// by a CpuBackend.
-KernelTimings kernel_timings(const compile::Executable& exe);
+/// The structured form of kernel_profile(): per kernel record, in execution order, its median and
+/// total time over the profiled runs, its provider, its note and its work (flops, bytes). Throws
+/// Error when \p exe was not made by a CpuBackend.
+compile::KernelTimings kernel_timings(const compile::Executable& exe);
 
 /// Where a CPU executable's compile (CpuBackend::compile, the "backend" part of a compile) spent
 /// its time. The phases do not overlap: total_ms = lower_ms + primitives_ms + weights_ms +

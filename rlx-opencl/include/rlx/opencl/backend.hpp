@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rlx/compile/backend.hpp"
+#include "rlx/compile/kernel_timing.hpp"
 #include "rlx/ir/claims.hpp"
 #include "rlx/opencl/devices.hpp"
 
@@ -106,25 +107,6 @@ std::unique_ptr<compile::Backend> make_opencl_backend(const OpenClOptions& opts 
 /// locations. Throws Error when \p exe was not made by an OpenClBackend.
 std::string kernel_listing(const compile::Executable& exe);
 
-/// One node's device time over the profiled runs of an OpenCL executable (see kernel_timings()).
-struct KernelTiming {
-  std::string node;     ///< the node it computes, "%12"
-  std::string op;       ///< the op's name, "attention"
-  std::string kernel;   ///< its first step: the kernel ("attention_gpu_f32_k"), "clblast_sgemm"
-                        ///< or "copy"
-  std::string note;     ///< the node's further steps, when it has several ("+ epilogue_f32_k")
-  double median_ms = 0; ///< median device time of one run of the node's steps
-  double total_ms = 0;  ///< summed over the profiled runs
-  double flops = 0;     ///< floating-point operations of one run (compile::kernel_work)
-  double bytes = 0;     ///< bytes of its operands and result (twice the bytes for a copy)
-};
-
-/// The per-node device times of an OpenCL executable's profiled runs, in execution order.
-struct KernelTimings {
-  int runs = 0;                      ///< runs profiled since set_kernel_profiling(exe, true)
-  std::vector<KernelTiming> kernels; ///< one per computing node, in execution order
-};
-
 /// Starts (\p on) or stops timing every step of an OpenCL executable's runs; clears the times.
 /// While on, execute() runs on the device's profiling queue (CL_QUEUE_PROFILING_ENABLE, created
 /// on first use) with one event per step and reads their START / END timestamps after the wait;
@@ -134,9 +116,10 @@ void set_kernel_profiling(compile::Executable& exe, bool on);
 
 /// Per computing node, in execution order, the device time of its steps over the runs profiled
 /// since set_kernel_profiling(exe, true) (a kernel: END - START of its event; a library call:
-/// between markers before and after it), with its work. Throws Error when \p exe was not made by
-/// an OpenClBackend.
-KernelTimings kernel_timings(const compile::Executable& exe);
+/// between markers before and after it), with its work. A row's provider is the node's first
+/// step (its kernel, "clblast_sgemm" or "copy"), its note the further steps ("+ epilogue_f32_k").
+/// Empty while no run was profiled. Throws Error when \p exe was not made by an OpenClBackend.
+compile::KernelTimings kernel_timings(const compile::Executable& exe);
 
 /// The number of arena buffers of an OpenCL executable (1 unless the arena is larger than the
 /// largest allocation). Throws Error when \p exe was not made by an OpenClBackend.
