@@ -10,8 +10,10 @@ hits both alike. The table gives, per case, the median over rounds of each runti
 median latency, the ratio rlx/ORT and GFLOP/s (matmul FLOPs only, the count bench_ort.js uses, for
 both columns), and both GFLOP/s as a share of the machine's f32 FMA peak, measured once per round
 by scripts/anchors/fma_peak.cpp (register-only FMA chains on 2 threads, the widest ISA): what no
-GEMM can pass, so a row near it has nothing left to gain. The machine's load average is printed with
-the table: figures taken while other work runs are noisy and labelled so.
+GEMM can pass, so a row near it has nothing left to gain. Figures taken while other work runs are
+labelled NOISY: other processes' CPU time during the job (/proc/stat's busy time less the bench's
+own processes') over a quarter of a core on average (the load average would count the bench's own
+threads).
 
 With --rlx-onnx, rlx benchmarks the very .onnx file ONNX Runtime runs (`rlx bench --onnx`, imported by
 rlx-onnx) instead of building the model with its own builder; the ratio then shows what the import
@@ -117,6 +119,23 @@ def run_rlx(args, model, b, s, runs, warmup):
     return rec
 
 
+def busy_seconds():
+    """CPU seconds every process of the machine has spent busy since boot (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+        return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+
+
+def children_seconds():
+    """CPU seconds this script's finished children (ORT, rlx, fma_peak) have used."""
+    t = os.times()
+    return t.children_user + t.children_system
+
+
 def loadavg():
     try:
         return os.getloadavg()[0]
@@ -182,6 +201,7 @@ def main():
     peak_exe = build_fma_peak(os.path.dirname(os.path.abspath(a.json)) if a.json else "/tmp")
     peaks, peak_isa = [], None
     load0, t_start = loadavg(), time.monotonic()
+    busy0, own0 = busy_seconds(), children_seconds()
     ort_t = {c: [] for c in cases}
     rlx_t = {c: [] for c in cases}
     raw, ort_check = [], {}
@@ -225,6 +245,11 @@ def main():
                 peaks.append(g)
         log(f"# round {r + 1}/{a.rounds} done, {time.monotonic() - t_start:.0f} s, load {loadavg():.2f}")
     load1 = loadavg()
+    # Other work's share of the machine during the job, in cores: the machine's busy CPU time less
+    # what the bench's own processes used (the load average counts the bench's threads too).
+    busy1 = busy_seconds()
+    others = None if busy0 is None or busy1 is None else max(
+        0.0, (busy1 - busy0) - (children_seconds() - own0)) / (time.monotonic() - t_start)
 
     rows = []
     for c in cases:
@@ -239,14 +264,17 @@ def main():
                      "ort_gflops": g / (om / 1e3), "rlx_gflops": (g / (rm / 1e3)) if rm else None})
 
     peak = statistics.median(peaks) if peaks else None
-    noisy = max(load0, load1) > 0.5 * (os.cpu_count() or 1)
+    noisy = others > 0.25 if others is not None else max(load0, load1) > 0.5 * (os.cpu_count() or 1)
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     print(f"\n### rlx vs ONNX Runtime ({when}; {cpu_model()} x{os.cpu_count()}; "
           f"{a.rounds} interleaved rounds, median of per-round medians; rlx runs "
           f"{'the same .onnx files (rlx-onnx import)' if a.rlx_onnx else 'its builder-made graphs'})\n")
+    other = "" if others is None else f"; other processes used {others:.2f} cores on average"
     if noisy:
-        print(f"NOISY: load average {load0:.1f} at start, {load1:.1f} at end on {os.cpu_count()} cores "
-              "(other work was running); rerun on a quiet machine for figures to quote.\n")
+        print(f"NOISY: load average {load0:.1f} at start, {load1:.1f} at end on {os.cpu_count()} cores"
+              f"{other} (other work was running); rerun on a quiet machine for figures to quote.\n")
+    elif others is not None:
+        print(f"Quiet: other processes used {others:.2f} cores on average during the job.\n")
     if peak:
         print(f"f32 FMA peak (scripts/anchors/fma_peak.cpp, 2 threads, {peak_isa}, median of the rounds): "
               f"{peak:.1f} GFLOP/s; the % columns are each runtime's GFLOP/s as a share of it.\n")
@@ -270,7 +298,7 @@ def main():
 
     if a.json:
         doc = {"when": when, "cpu": cpu_model(), "cores": os.cpu_count(), "rounds": a.rounds,
-               "target_s": a.target_s, "loadavg_start": load0, "loadavg_end": load1, "noisy": noisy,
+               "target_s": a.target_s, "loadavg_start": load0, "loadavg_end": load1, "other_cores": others, "noisy": noisy,
                "fma_peak_gflops": peak, "fma_peak_rounds": peaks, "fma_peak_isa": peak_isa,
                "rlx": a.rlx, "rows": rows, "raw": raw}
         with open(a.json, "w") as f:
