@@ -156,6 +156,58 @@ void settle_threads(tbb::task_arena& pool, int threads, double ms) {
     });
 }
 
+/// Throughput-bound busy work of about 0.3 ms (32 independent multiply-add chains: enough to fill
+/// a core's vector units, so two threads sharing one core take twice as long as on two cores).
+float busy_chunk() {
+  float acc[32];
+  for (int j = 0; j < 32; ++j)
+    acc[j] = 1.0f + static_cast<float>(j) * 1e-3f;
+  for (int i = 0; i < 20000; ++i)
+#pragma omp simd
+    for (int j = 0; j < 32; ++j)
+      acc[j] = acc[j] * 0.999999f + 1e-7f;
+  float sum = 0;
+  for (float a : acc)
+    sum += a;
+  return sum;
+}
+
+/// The pool's parallel efficiency now: one busy_chunk() alone over \p threads of them at once
+/// on \p pool (the fastest of 3 tries each; 1 = the threads ran on separate cores).
+double parallel_efficiency(tbb::task_arena& pool, int threads) {
+  static std::atomic<int> sink{0};
+  auto ms_of = [](auto&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  double alone = 1e30, together = 1e30;
+  for (int r = 0; r < 3; ++r) {
+    alone = std::min(alone, ms_of([&] { sink.fetch_add(busy_chunk() > 0); }));
+    together = std::min(together, ms_of([&] {
+                          pool.execute([&] {
+                            tbb::parallel_for(
+                                0, threads, [&](int) { sink.fetch_add(busy_chunk() > 0); },
+                                tbb::static_partitioner());
+                          });
+                        }));
+  }
+  return alone / together;
+}
+
+/// Settles the pool (kGemmSettleMs at a time, at most kGemmSettleTries times) until its parallel
+/// efficiency reaches the floor; \returns the last efficiency measured.
+double settle_until_parallel(tbb::task_arena& pool, int threads) {
+  double eff = 0;
+  for (int t = 0; t < kGemmSettleTries; ++t) {
+    settle_threads(pool, threads, kGemmSettleMs);
+    eff = parallel_efficiency(pool, threads);
+    if (eff >= kGemmParallelEfficiencyFloor)
+      break;
+  }
+  return eff;
+}
+
 /// The TBB pool of \p threads threads the epilogues run on while measuring (kept: creating one
 /// per shape costs more than timing a small product). Called under the cache's lock.
 tbb::task_arena& measuring_pool(int threads) {
@@ -439,7 +491,7 @@ GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_w
   {
     PhaseTimer timer(CompilePhase::measure);
     if (!c.stats.settled && threads > 1) { // once per process: later products find it settled
-      settle_threads(measuring_pool(threads), threads, kGemmSettleMs);
+      c.stats.parallel_efficiency = settle_until_parallel(measuring_pool(threads), threads);
       c.stats.settled = true;
     }
     choice = measure(spec, threads);

@@ -43,6 +43,16 @@ inline constexpr double kGemmMeasureBudgetMs = 1500;
 /// (the packed GEMM's first MLP layer timed 0.66 ms there and 0.33 ms in the run that followed, so
 /// oneDNN was chosen and the MLP ran 1.9x slower).
 inline constexpr double kGemmSettleMs = 100;
+/// Settling goes on (kGemmSettleMs at a time, at most kGemmSettleTries times) until the measuring
+/// pool's parallel efficiency (one thread's busy work alone over all threads' at once; 1 = they
+/// ran on separate cores) reaches this floor. On the 2-core dev VM whole spells ran at about one
+/// core's speed, not only a process's first ~70 ms: a choice timed in one (the MLP's first layer:
+/// packed 0.63 ms, oneDNN 0.61, against 0.36 / 0.49 in a good spell) was recorded for every later
+/// process, which ran the MLP 1.2-1.4x slower than ONNX Runtime instead of level with it. A spell
+/// longer than the tries is not waited out: the choice is recorded all the same (every process
+/// must choose alike, so a resumed training run rounds as the first one did).
+inline constexpr double kGemmParallelEfficiencyFloor = 0.75;
+inline constexpr int kGemmSettleTries = 5;
 
 /// The provider for the f32 product \p spec on \p threads threads: the cached decision for its
 /// key (shapes, transposes, bias, activation, packable weights, threads, ISA), else the record
@@ -66,7 +76,8 @@ struct GemmChoiceStats {
   std::int64_t lookups = 0;  ///< decisions asked for (measured + cache hits + unmeasured)
   std::int64_t recorded = 0; ///< choices read from the record file
   double spent_ms = 0;       ///< wall time spent timing (settling included)
-  bool settled = false;      ///< the threads were settled (kGemmSettleMs) before a measurement
+  bool settled = false; ///< the threads were settled (kGemmSettleMs tries) before a measurement
+  double parallel_efficiency = 0; ///< the measuring pool's when settling ended (0: not settled)
 };
 /// The statistics so far.
 GemmChoiceStats gemm_choice_stats();

@@ -125,6 +125,7 @@ TEST(GemmChoice, AutoMeasuresEachShapeOnceAndMatchesTheReference) {
   EXPECT_GT(after_first.spent_ms, before.spent_ms);
   // The process's threads were settled before its first measurement on two threads.
   EXPECT_TRUE(after_first.settled);
+  EXPECT_GT(after_first.parallel_efficiency, 0); // measured when settling ended
   if (!before.settled) {
     EXPECT_GE(after_first.spent_ms - before.spent_ms, cpu::kGemmSettleMs);
   }
