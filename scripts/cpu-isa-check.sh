@@ -65,20 +65,7 @@ while [[ $# -gt 0 ]]; do
   *) echo "cpu-isa-check.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-out=${OUT:-"$root/cpu-isa-check-out"}
-mkdir -p "$out"
-start=$(date +%s)
-summary="$out/summary.txt"
-: >"$summary"
-bundle="$stage_dir/cpu-bundle.tar.gz"
-if [[ ! -f "$bundle" ]]; then
-  echo "no $bundle: run scripts/cpu-isa-check.sh --stage here first and carry .cpu-stage" |
-    tee -a "$summary"
-  exit 1
-fi
-dir=/tmp/rlx-cpu-isa
-unpack_bundle "$bundle" "$dir"
-bin="$dir/bin"
+begin_device_run cpu-isa-check "$stage_dir/cpu-bundle.tar.gz" /tmp/rlx-cpu-isa
 export RLX_GEMM_CHOICES=/tmp/rlx-gemm-choices.tsv
 rm -f "$RLX_GEMM_CHOICES"
 
@@ -104,24 +91,17 @@ for t in gemm_packed conformance; do
     >>"$out/tests.txt" 2>&1
 done
 
-declare -A flags=(
-  [bert_base]="--model bert --layers 12 --hidden 768 --heads 12 --kv-heads 12 --ffn 3072 --seq 128"
-  [bert_mini]="--model bert --layers 4 --hidden 256 --heads 4 --kv-heads 4 --ffn 1024 --seq 128"
-  [llama]="--model llama --layers 4 --hidden 512 --heads 8 --kv-heads 8 --ffn 1376 --seq 128"
-  [mlp]="--model mlp --dims 784,512,512,10"
-)
-cases=(mlp:64 bert_mini:1 bert_mini:8 llama:1 bert_base:1 bert_base:8)
 : >"$out/bench.jsonl"
 # bench_all TAG "RLX FLAGS" [NAME=VALUE...]: every case on 2 threads with the extra flags and
 # environment, one JSON line each (after a line naming the variant and case).
 bench_all() {
   local tag=$1 extra=$2 c m b
   shift 2
-  for c in "${cases[@]}"; do
+  for c in "${anchor_cases[@]}"; do
     m=${c%%:*} b=${c##*:}
     echo "{\"variant\": \"$tag\", \"case\": \"$m b$b\"}" >>"$out/bench.jsonl"
     # shellcheck disable=SC2086
-    step "bench $tag $m b$b" 40 env "$@" "$bin/rlx" bench ${flags[$m]} --batch "$b" --threads 2 \
+    step "bench $tag $m b$b" 40 env "$@" "$bin/rlx" bench $(anchor_flags "$m" "$b") --threads 2 \
       --runs 30 --warmup 5 $extra --json >>"$out/bench.jsonl" 2>>"$out/env.txt"
   done
 }
@@ -144,7 +124,7 @@ for c in bert_mini:1 llama:1; do
   m=${c%%:*} b=${c##*:}
   echo "== rlx bench --profile: $m b$b" >>"$out/env.txt"
   # shellcheck disable=SC2086
-  step "profile $m b$b" 30 "$bin/rlx" bench ${flags[$m]} --batch "$b" --threads 2 --runs 30 \
+  step "profile $m b$b" 30 "$bin/rlx" bench $(anchor_flags "$m" "$b") --threads 2 --runs 30 \
     --warmup 5 --profile >>"$out/env.txt" 2>&1
 done
 

@@ -62,20 +62,7 @@ budget=420
 if [[ "${1:-}" == "--budget" ]]; then
   budget=${2:?--budget needs seconds}
 fi
-out=${OUT:-"$root/gpu-check-out"}
-mkdir -p "$out"
-start=$(date +%s)
-summary="$out/summary.txt"
-: >"$summary"
-
-bundle="$stage_dir/bundle.tar.gz"
-if [[ ! -f "$bundle" ]]; then
-  echo "no $bundle: run scripts/gpu-check.sh --stage here first and carry .gpu-stage" |
-    tee -a "$summary"
-  exit 1
-fi
-dir=/tmp/rlx-gpu
-unpack_bundle "$bundle" "$dir"
+begin_device_run gpu-check "$stage_dir/bundle.tar.gz" /tmp/rlx-gpu
 export RLX_OPENCL_CACHE_DIR=/tmp/rlx-opencl-cache RLX_GEMM_CHOICES=/tmp/rlx-gemm-choices.tsv
 # The NVIDIA OpenCL driver, by its absolute path, found wherever the image mounts the driver's
 # libraries. It replaces what the image sets: the CUDA image sets OCL_ICD_FILENAMES to
@@ -98,7 +85,6 @@ if [[ -n "$nv" ]]; then
   python3 "$root/scripts/opencl_probe.py" "$nv" >>"$out/env.txt" 2>&1
   ls -la "$(dirname "$nv")" | grep -iE 'opencl|nvvm|ptxjit|compiler' >>"$out/env.txt" 2>&1
 fi
-bin="$dir/bin"
 
 {
   echo "== date"; date -u
@@ -113,20 +99,13 @@ bin="$dir/bin"
   echo "== LD_DEBUG=libs (opencl lines)"; LD_DEBUG=libs "$bin/rlx" devices 2>&1 | grep -iE 'opencl|nvidia|cuda|error' | head -30
 } >>"$out/env.txt" 2>&1
 
-declare -A flags=(
-  [bert_base]="--model bert --layers 12 --hidden 768 --heads 12 --kv-heads 12 --ffn 3072 --seq 128"
-  [bert_mini]="--model bert --layers 4 --hidden 256 --heads 4 --kv-heads 4 --ffn 1024 --seq 128"
-  [llama]="--model llama --layers 4 --hidden 512 --heads 8 --kv-heads 8 --ffn 1376 --seq 128"
-  [mlp]="--model mlp --dims 784,512,512,10"
-)
-cases=(mlp:64 bert_mini:1 bert_mini:8 llama:1 bert_base:1 bert_base:8)
 # Runs `rlx bench` on device $1 for every case, appending to bench.jsonl.
 bench_all() {
   local d=$1 c m b
-  for c in "${cases[@]}"; do
+  for c in "${anchor_cases[@]}"; do
     m=${c%%:*} b=${c##*:}
     # shellcheck disable=SC2086
-    step "bench $m b$b $d" 45 "$bin/rlx" bench ${flags[$m]} --batch "$b" --device "$d" \
+    step "bench $m b$b $d" 45 "$bin/rlx" bench $(anchor_flags "$m" "$b") --device "$d" \
       --runs 30 --warmup 5 --json >>"$out/bench.jsonl" 2>>"$out/env.txt"
   done
 }
@@ -158,11 +137,11 @@ step attention 40 "$bin/rlx_opencl_attention_bench" --benchmark_min_time=0.05 \
 for c in bert_base:1 llama:1; do
   m=${c%%:*} b=${c##*:}
   # shellcheck disable=SC2086
-  step "profile $m b$b opencl" 30 "$bin/rlx" bench ${flags[$m]} --batch "$b" --device opencl \
+  step "profile $m b$b opencl" 30 "$bin/rlx" bench $(anchor_flags "$m" "$b") --device opencl \
     --runs 20 --warmup 5 --profile --json >>"$out/bench.jsonl" 2>>"$out/env.txt"
   echo "== rlx bench --profile: $m b$b opencl" >>"$out/env.txt"
   # shellcheck disable=SC2086
-  step "profile table $m b$b opencl" 30 "$bin/rlx" bench ${flags[$m]} --batch "$b" \
+  step "profile table $m b$b opencl" 30 "$bin/rlx" bench $(anchor_flags "$m" "$b") \
     --device opencl --runs 20 --warmup 5 --profile >>"$out/env.txt" 2>&1
 done
 

@@ -137,25 +137,6 @@ void tbb_touch(tbb::task_arena& pool, int threads, const float* p, std::int64_t 
   });
 }
 
-/// Keeps \p threads threads of \p pool busy for \p ms milliseconds of wall time (kGemmSettleMs
-/// says why).
-void settle_threads(tbb::task_arena& pool, int threads, double ms) {
-  static std::atomic<int> sink{0};
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
-  while (std::chrono::steady_clock::now() < end)
-    pool.execute([&] {
-      tbb::parallel_for(
-          0, std::max(threads, 1),
-          [&](int) {
-            float x = 1;
-            for (int i = 0; i < 200000; ++i)
-              x = x * 0.999999f + 1e-7f;
-            sink.fetch_add(x > 0, std::memory_order_relaxed);
-          },
-          tbb::static_partitioner());
-    });
-}
-
 /// Throughput-bound busy work of about 0.3 ms (32 independent multiply-add chains: enough to fill
 /// a core's vector units, so two threads sharing one core take twice as long as on two cores).
 float busy_chunk() {
@@ -172,8 +153,27 @@ float busy_chunk() {
   return sum;
 }
 
-/// The pool's parallel efficiency now: one busy_chunk() alone over \p threads of them at once
-/// on \p pool (the fastest of 3 tries each; 1 = the threads ran on separate cores).
+/// One busy_chunk() on each of \p threads threads of \p pool at once.
+void busy_on_pool(tbb::task_arena& pool, int threads) {
+  static std::atomic<int> sink{0};
+  pool.execute([&] {
+    tbb::parallel_for(
+        0, std::max(threads, 1),
+        [&](int) { sink.fetch_add(busy_chunk() > 0, std::memory_order_relaxed); },
+        tbb::static_partitioner());
+  });
+}
+
+/// Keeps \p threads threads of \p pool busy for \p ms milliseconds of wall time (kGemmSettleMs
+/// says why).
+void settle_threads(tbb::task_arena& pool, int threads, double ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
+  while (std::chrono::steady_clock::now() < end)
+    busy_on_pool(pool, threads);
+}
+
+/// The pool's parallel efficiency now: one busy_chunk() alone over one on each of \p threads
+/// threads at once (the fastest of 3 tries each; 1 = the threads ran on separate cores).
 double parallel_efficiency(tbb::task_arena& pool, int threads) {
   static std::atomic<int> sink{0};
   auto ms_of = [](auto&& f) {
@@ -184,13 +184,7 @@ double parallel_efficiency(tbb::task_arena& pool, int threads) {
   double alone = 1e30, together = 1e30;
   for (int r = 0; r < 3; ++r) {
     alone = std::min(alone, ms_of([&] { sink.fetch_add(busy_chunk() > 0); }));
-    together = std::min(together, ms_of([&] {
-                          pool.execute([&] {
-                            tbb::parallel_for(
-                                0, threads, [&](int) { sink.fetch_add(busy_chunk() > 0); },
-                                tbb::static_partitioner());
-                          });
-                        }));
+    together = std::min(together, ms_of([&] { busy_on_pool(pool, threads); }));
   }
   return alone / together;
 }

@@ -5,8 +5,6 @@
 //
 // Build: g++ -O2 -pthread fma_peak.cpp -o fma_peak     Usage: fma_peak [threads=2] [seconds=0.3]
 // Prints one line: `fma_peak threads=T isa=avx2 gflops=175.4` (the best of 5 rounds).
-#include <immintrin.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,49 +16,33 @@
 namespace {
 
 // 12 independent accumulators cover FMA latency (4-5 cycles) times two FMA pipes on the cores we
-// meet; each iteration is 12 FMAs of `lanes` floats.
+// meet; each iteration is 12 FMAs of one vector V.
 constexpr int kChains = 12;
 
-__attribute__((target("avx2,fma"))) float chains_avx2(long iters) {
-  __m256 a0 = _mm256_set1_ps(0.1f), a1 = _mm256_set1_ps(0.2f), a2 = _mm256_set1_ps(0.3f),
-         a3 = _mm256_set1_ps(0.4f), a4 = _mm256_set1_ps(0.5f), a5 = _mm256_set1_ps(0.6f),
-         a6 = _mm256_set1_ps(0.7f), a7 = _mm256_set1_ps(0.8f), a8 = _mm256_set1_ps(0.9f),
-         a9 = _mm256_set1_ps(1.0f), a10 = _mm256_set1_ps(1.1f), a11 = _mm256_set1_ps(1.2f);
-  const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (long k = 0; k < iters; ++k) {
-    a0 = _mm256_fmadd_ps(a0, b, c), a1 = _mm256_fmadd_ps(a1, b, c);
-    a2 = _mm256_fmadd_ps(a2, b, c), a3 = _mm256_fmadd_ps(a3, b, c);
-    a4 = _mm256_fmadd_ps(a4, b, c), a5 = _mm256_fmadd_ps(a5, b, c);
-    a6 = _mm256_fmadd_ps(a6, b, c), a7 = _mm256_fmadd_ps(a7, b, c);
-    a8 = _mm256_fmadd_ps(a8, b, c), a9 = _mm256_fmadd_ps(a9, b, c);
-    a10 = _mm256_fmadd_ps(a10, b, c), a11 = _mm256_fmadd_ps(a11, b, c);
-  }
-  __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                           _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-  s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0];
+/// kChains multiply-add chains of vectors V for `iters` iterations; returns a lane of their sum.
+/// Inlined into a function compiled for V's ISA (GNU C++ contracts a * b + c into one FMA).
+template <class V> [[gnu::always_inline]] inline float chains(long iters) {
+  V a[kChains];
+  for (int i = 0; i < kChains; ++i)
+    a[i] = V{} + 0.1f * static_cast<float>(i + 1);
+  const V b = V{} + 0.999999f, c = V{} + 1e-7f;
+  for (long k = 0; k < iters; ++k)
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i)
+      a[i] = a[i] * b + c;
+  V s = a[0];
+  for (int i = 1; i < kChains; ++i)
+    s += a[i];
+  return s[0];
 }
 
+using V8 = float __attribute__((vector_size(32)));
+using V16 = float __attribute__((vector_size(64)));
+__attribute__((target("avx2,fma"))) float chains_avx2(long iters) {
+  return chains<V8>(iters);
+}
 __attribute__((target("avx512f"))) float chains_avx512(long iters) {
-  __m512 a0 = _mm512_set1_ps(0.1f), a1 = _mm512_set1_ps(0.2f), a2 = _mm512_set1_ps(0.3f),
-         a3 = _mm512_set1_ps(0.4f), a4 = _mm512_set1_ps(0.5f), a5 = _mm512_set1_ps(0.6f),
-         a6 = _mm512_set1_ps(0.7f), a7 = _mm512_set1_ps(0.8f), a8 = _mm512_set1_ps(0.9f),
-         a9 = _mm512_set1_ps(1.0f), a10 = _mm512_set1_ps(1.1f), a11 = _mm512_set1_ps(1.2f);
-  const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-  for (long k = 0; k < iters; ++k) {
-    a0 = _mm512_fmadd_ps(a0, b, c), a1 = _mm512_fmadd_ps(a1, b, c);
-    a2 = _mm512_fmadd_ps(a2, b, c), a3 = _mm512_fmadd_ps(a3, b, c);
-    a4 = _mm512_fmadd_ps(a4, b, c), a5 = _mm512_fmadd_ps(a5, b, c);
-    a6 = _mm512_fmadd_ps(a6, b, c), a7 = _mm512_fmadd_ps(a7, b, c);
-    a8 = _mm512_fmadd_ps(a8, b, c), a9 = _mm512_fmadd_ps(a9, b, c);
-    a10 = _mm512_fmadd_ps(a10, b, c), a11 = _mm512_fmadd_ps(a11, b, c);
-  }
-  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                           _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
-  return _mm512_reduce_add_ps(s);
+  return chains<V16>(iters);
 }
 
 } // namespace

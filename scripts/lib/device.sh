@@ -48,3 +48,32 @@ step() {
   local rc=$?
   echo "$name: exit $rc in $(($(date +%s) - t0)) s (limit $limit s)" >>"$summary"
 }
+
+# begin_device_run NAME BUNDLE DIR: sets the run's $out ($OUT, else $root/NAME-out), $summary
+# (emptied) and $start, then unpacks BUNDLE into $dir = DIR ($bin = DIR/bin); exits with a line
+# naming the staging step when BUNDLE is missing.
+begin_device_run() {
+  local name=$1 bundle=$2
+  dir=$3
+  out=${OUT:-"$root/$name-out"}
+  mkdir -p "$out"
+  start=$(date +%s)
+  summary="$out/summary.txt"
+  : >"$summary"
+  if [[ ! -f "$bundle" ]]; then
+    echo "no $bundle: run scripts/$name.sh --stage here first and carry" \
+      "$(basename "$(dirname "$bundle")")" | tee -a "$summary"
+    exit 1
+  fi
+  unpack_bundle "$bundle" "$dir"
+  bin="$dir/bin"
+}
+
+# The anchor rows both checks time (model:batch, sequence 128).
+anchor_cases=(mlp:64 bert_mini:1 bert_mini:8 llama:1 bert_base:1 bert_base:8)
+
+# anchor_flags MODEL BATCH: the `rlx bench` flags of an anchor row at sequence 128, from
+# scripts/anchors/anchor_config.py (the one table of the anchors' flags).
+anchor_flags() {
+  python3 "$root/scripts/anchors/anchor_config.py" "$1" "$2" 128
+}
