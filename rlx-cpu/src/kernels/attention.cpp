@@ -58,7 +58,7 @@ static_assert(kTileK % 32 == 0 && kBlockQ % kRows<16> == 0);
 
 /// s[i][j] = q_i · k_j for the qn rows of a block and the jn keys of a tile (unscaled).
 /// f32: the key tile is packed transposed, kt[d][j], so each query row's scores are an axpy over
-/// d vectorised across keys, four rows per pass over the tile; other types: plain dots.
+/// d vectorised across keys, kRows<VW> rows per pass over the tile; other types: plain dots.
 /// f32 with \p ktb (the (batch, KV head)'s key tiles transposed once per run; \p j0 a multiple of
 /// the tile width): the tile is read from there, not transposed into \p kt.
 template <class T, class A, int VW>
