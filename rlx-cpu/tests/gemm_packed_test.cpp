@@ -253,6 +253,25 @@ TEST(GemmPacked, OddSizesMatchTheDoubleProductOnEveryIsa) {
         }
 }
 
+// Every count of rows a block's last sliver can have (1 to MR - 1, and none), each run at its own
+// height (2, 4, 8 or MR rows), in two K blocks, with a bias and an activation on the finished
+// tiles, and through the transposed-A path that packs every sliver.
+TEST(GemmPacked, EveryLastSliverHeightMatchesTheDoubleProduct) {
+  for (Isa isa : supported_isas()) {
+    const int mr = cpu::packed::kernels(isa).tile_rows();
+    for (std::int64_t m = 1; m <= 2 * mr; ++m) {
+      SCOPED_TRACE(std::string(cpu::packed::isa_name(isa)) + " M " + std::to_string(m));
+      Case c{{m, 300}, {300, 37}, {m, 37}};
+      c.bias = true;
+      c.act = ir::Activation::gelu;
+      check(c, isa, 1);
+      Case t{{300, m}, {300, 37}, {m, 37}};
+      t.ta = true;
+      check(t, isa, 1);
+    }
+  }
+}
+
 // gemm_block on its own (as AttentionGrad calls it on cache-resident tiles): C += A · B over K rows
 // [k0, k0 + k) of a taller packed B (b_rows), A read transposed (packed per block) or in place, M
 // in two blocks, K in several kc blocks; the columns of C outside [j0, j1) stay untouched.
