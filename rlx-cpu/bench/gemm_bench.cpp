@@ -3,7 +3,7 @@
 // (provider order rotated every round; the median of the rounds' medians is reported), so a
 // loaded machine slows every provider alike.
 //
-//   rlx_cpu_gemm_bench [--threads N] [--rounds R] [--reps K] [--cores] [--list]
+//   rlx_cpu_gemm_bench [--threads N] [--rounds R] [--reps K] [--cores] [--list] [--shape NAME]
 //
 // --cores adds each provider's CPU seconds per wall second (how many cores it kept busy); --list
 // prints each executable's kernel listing.
@@ -67,6 +67,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int threads = 2, rounds = 7, reps = 15;
   bool cores = false, list = false;
+  std::string only; ///< --shape: only the shapes whose name contains it
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--list") {
@@ -87,6 +88,8 @@ int main(int argc, char** argv) {
       rounds = std::stoi(argv[i + 1]);
     else if (a == "--reps")
       reps = std::stoi(argv[i + 1]);
+    else if (a == "--shape")
+      only = argv[i + 1];
   }
   const std::vector<Shape> shapes = {
       {"mlp fwd 1", 64, 784, 512, false, false, "relu"},
@@ -99,12 +102,18 @@ int main(int argc, char** argv) {
       {"mlp dW2 X^T.dY", 512, 64, 512, true, false, "", false},
       {"mlp dX2 dY.W^T", 64, 512, 512, false, true},
       {"mlp dX3 dY.W^T", 64, 10, 512, false, true},
+      {"llama qkv", 128, 512, 1536, false, true},
+      {"llama gate", 128, 512, 1376, false, true, "silu"},
+      {"llama up", 128, 512, 1376, false, true},
+      {"llama down", 128, 1376, 512, false, true},
   };
   const cpu::GemmProvider providers[] = {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas,
                                          cpu::GemmProvider::packed};
   std::printf("%-16s %5s %5s %5s %3s  %9s %9s %9s   (GFLOP/s, %d threads, median of %d rounds)\n",
               "shape", "M", "K", "N", "tr", "onednn", "openblas", "packed", threads, rounds);
   for (const Shape& s : shapes) {
+    if (!only.empty() && std::string(s.what).find(only) == std::string::npos)
+      continue;
     const ir::Graph g = product(s);
     std::vector<std::unique_ptr<compile::Executable>> exes;
     std::vector<std::unique_ptr<cpu::CpuBackend>> backends;
