@@ -295,9 +295,7 @@ GemmChoice measure(const MatMulSpec& shape, int threads) {
   c.onednn_ms = figure(0);
   c.openblas_ms = figure(1);
   c.packed_ms = cand[2] ? figure(2) : 0;
-  c.impl = c.openblas_ms < c.onednn_ms ? GemmImpl::openblas : GemmImpl::onednn;
-  if (cand[2] && c.packed_ms < std::min(c.onednn_ms, c.openblas_ms))
-    c.impl = GemmImpl::packed;
+  c.impl = gemm_choice_from(c.onednn_ms, c.openblas_ms, c.packed_ms);
   return c;
 }
 
@@ -315,7 +313,7 @@ std::string key_of(const MatMulSpec& s, int threads) {
        std::to_string(s.has_bias || s.bias) + std::to_string(static_cast<int>(s.act)) +
        std::to_string(s.pack_b) + ";t" + std::to_string(threads) + ";isa" +
        std::to_string(static_cast<unsigned>(dnnl_get_effective_cpu_isa())) + ";" +
-       packed::isa_name(packed::best_isa()) + ";v5"; // v5: timed after settle_threads
+       packed::isa_name(packed::best_isa()) + ";v6"; // v6: kGemmOtherPoolMargin
   return k;
 }
 
@@ -417,13 +415,19 @@ std::string GemmChoice::note() const {
   std::stable_sort(t.begin(), t.end(), [&](const auto& x, const auto& y) {
     return (x.second == impl) != (y.second == impl) ? x.second == impl : x.first < y.first;
   });
+  // The winner, then the rest fastest first ("<"); a ";" after the winner when oneDNN timed
+  // faster but not by kGemmOtherPoolMargin.
+  const bool margin = impl != GemmImpl::onednn && onednn_ms < t[0].first;
   std::string out = "auto:";
   char buf[64];
   for (std::size_t i = 0; i < t.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s %s %.3f ms", i == 0 ? "" : " <", gemm_impl_name(t[i].second),
-                  t[i].first);
+    std::snprintf(buf, sizeof buf, "%s %s %.3f ms", i == 0 ? "" : (i == 1 && margin ? ";" : " <"),
+                  gemm_impl_name(t[i].second), t[i].first);
     out += buf;
   }
+  if (margin)
+    out += ", onednn not " + std::to_string(static_cast<int>(kGemmOtherPoolMargin * 100 + 0.5)) +
+           "% faster (another pool)";
   return out + (recorded ? ", recorded" : "");
 }
 
@@ -441,6 +445,22 @@ void forget_gemm_choices() {
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
   c.choices.clear();
+}
+
+GemmImpl gemm_choice_from(double onednn_ms, double openblas_ms, double packed_ms) {
+  double tbb_ms = 0;
+  GemmImpl tbb = GemmImpl::onednn;
+  if (openblas_ms > 0) {
+    tbb_ms = openblas_ms;
+    tbb = GemmImpl::openblas;
+  }
+  if (packed_ms > 0 && (tbb_ms == 0 || packed_ms < tbb_ms)) {
+    tbb_ms = packed_ms;
+    tbb = GemmImpl::packed;
+  }
+  if (tbb_ms == 0 || (onednn_ms > 0 && onednn_ms * (1 + kGemmOtherPoolMargin) < tbb_ms))
+    return GemmImpl::onednn;
+  return tbb;
 }
 
 GemmChoice measured_gemm(const MatMulSpec& spec, int threads, std::int64_t min_work) {

@@ -54,6 +54,20 @@ inline constexpr double kGemmSettleMs = 100;
 inline constexpr double kGemmParallelEfficiencyFloor = 0.75;
 inline constexpr int kGemmSettleTries = 5;
 
+/// How much faster than the fastest provider on our TBB pool (the packed GEMM, OpenBLAS in TBB
+/// tasks) oneDNN must time to be chosen: it runs on a second pool (libgomp's), and a model run
+/// then hands the cores from pool to pool around each of its products. The framed fastest call
+/// does not see what that costs on a shared VM: a tail. On the 2-core dev VM (2026-11-26, ABBA
+/// runs) llama b1 with oneDNN's SwiGLU product (4.5% faster alone) had median 23.9-27.5 ms against
+/// 23.4-25.4 with every product on the TBB pool, and BERT-base b1 with oneDNN's FFN-down (3%
+/// faster alone) 153-166 ms against 151-159; the fastest runs were 2-4% better with the mix.
+inline constexpr double kGemmOtherPoolMargin = 0.10;
+
+/// The provider chosen from measured figures (ms; 0 for a candidate that declined, and at least
+/// one of them measured): the fastest of OpenBLAS and the packed GEMM, unless oneDNN beats it by
+/// more than kGemmOtherPoolMargin.
+GemmImpl gemm_choice_from(double onednn_ms, double openblas_ms, double packed_ms);
+
 /// The provider for the f32 product \p spec on \p threads threads: the cached decision for its
 /// key (shapes, transposes, bias, activation, packable weights, threads, ISA), else the record
 /// file's, else measured now (under the file's lock, so two processes never time one shape

@@ -175,12 +175,9 @@ TEST(GemmChoice, MeasuresBothCandidatesOnTheRealShape) {
   EXPECT_GT(c.onednn_ms, 0);
   EXPECT_GT(c.openblas_ms, 0);
   EXPECT_GT(c.packed_ms, 0);
-  // The fastest of the three wins, and the note lists all three, the winner first.
-  const double best = std::min({c.onednn_ms, c.openblas_ms, c.packed_ms});
-  const double chosen = c.impl == cpu::GemmImpl::onednn     ? c.onednn_ms
-                        : c.impl == cpu::GemmImpl::openblas ? c.openblas_ms
-                                                            : c.packed_ms;
-  EXPECT_EQ(chosen, best);
+  // The figures decide by the rule (gemm_choice_from), and the note lists all three, the winner
+  // first.
+  EXPECT_EQ(c.impl, cpu::gemm_choice_from(c.onednn_ms, c.openblas_ms, c.packed_ms));
   EXPECT_EQ(c.note().rfind(std::string("auto: ") + cpu::gemm_impl_name(c.impl), 0), 0u) << c.note();
   for (const char* name : {"onednn", "openblas", "packed"})
     EXPECT_NE(c.note().find(name), std::string::npos) << c.note();
@@ -192,6 +189,33 @@ TEST(GemmChoice, MeasuresBothCandidatesOnTheRealShape) {
   EXPECT_TRUE(cpu::measured_gemm(s, 2, 64 * 136 * 96).measured); // at the threshold: measured
   s.dtype = ir::DType::f64;
   EXPECT_THROW(cpu::measured_gemm(s, 2, 0), Error);
+}
+
+// The rule: the fastest provider on the TBB pool, unless oneDNN (another pool) beats it by more
+// than kGemmOtherPoolMargin; a declined candidate (0) never wins.
+TEST(GemmChoice, OneDnnMustBeatTheTbbPoolByTheMargin) {
+  using cpu::GemmImpl;
+  const double m = 1 + cpu::kGemmOtherPoolMargin;
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 1.2, 1.1), GemmImpl::packed);
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 1.05, 1.1), GemmImpl::openblas);
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 0, 1.0 * m - 1e-3), GemmImpl::packed);
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 0, 1.0 * m + 1e-3), GemmImpl::onednn);
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 1.0 * m + 1e-3, 0), GemmImpl::onednn);
+  EXPECT_EQ(cpu::gemm_choice_from(2.0, 1.0, 1.5), GemmImpl::openblas);
+  EXPECT_EQ(cpu::gemm_choice_from(0, 1.0, 0), GemmImpl::openblas); // oneDNN declined
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 0, 0), GemmImpl::onednn);   // only oneDNN ran
+  // The note names the margin when oneDNN timed faster but lost.
+  cpu::GemmChoice c;
+  c.measured = true;
+  c.onednn_ms = 1.0;
+  c.openblas_ms = 1.2;
+  c.packed_ms = 1.05;
+  c.impl = cpu::gemm_choice_from(c.onednn_ms, c.openblas_ms, c.packed_ms);
+  EXPECT_EQ(c.note(), "auto: packed 1.050 ms; onednn 1.000 ms < openblas 1.200 ms, onednn not 10% "
+                      "faster (another pool)");
+  c.onednn_ms = 0.5;
+  c.impl = cpu::gemm_choice_from(c.onednn_ms, c.openblas_ms, c.packed_ms);
+  EXPECT_EQ(c.note(), "auto: onednn 0.500 ms < packed 1.050 ms < openblas 1.200 ms");
 }
 
 TEST(GemmChoice, TheRecordFileMakesLaterProcessesChooseAlike) {
