@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
       {"llama qkv", 128, 512, 1536, false, true},
       {"llama gate", 128, 512, 1376, false, true, "silu"},
       {"llama up", 128, 512, 1376, false, true},
+      {"llama gate+up", 128, 512, 2752, false, true},
       {"llama down", 128, 1376, 512, false, true},
   };
   const cpu::GemmProvider providers[] = {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas,
