@@ -313,7 +313,7 @@ std::string key_of(const MatMulSpec& s, int threads) {
        std::to_string(s.has_bias || s.bias) + std::to_string(static_cast<int>(s.act)) +
        std::to_string(s.pack_b) + ";t" + std::to_string(threads) + ";isa" +
        std::to_string(static_cast<unsigned>(dnnl_get_effective_cpu_isa())) + ";" +
-       packed::isa_name(packed::best_isa()) + ";v6"; // v6: kGemmOtherPoolMargin
+       packed::isa_name(packed::best_isa()) + ";v7"; // v7: the margins
   return k;
 }
 
@@ -415,9 +415,9 @@ std::string GemmChoice::note() const {
   std::stable_sort(t.begin(), t.end(), [&](const auto& x, const auto& y) {
     return (x.second == impl) != (y.second == impl) ? x.second == impl : x.first < y.first;
   });
-  // The winner, then the rest fastest first ("<"); a ";" after the winner when oneDNN timed
-  // faster but not by kGemmOtherPoolMargin.
-  const bool margin = impl != GemmImpl::onednn && onednn_ms < t[0].first;
+  // The winner, then the rest fastest first ("<"); a ";" after the winner when another timed
+  // faster but not by its margin.
+  const bool margin = t.size() > 1 && t[1].first < t[0].first;
   std::string out = "auto:";
   char buf[64];
   for (std::size_t i = 0; i < t.size(); ++i) {
@@ -425,9 +425,11 @@ std::string GemmChoice::note() const {
                   gemm_impl_name(t[i].second), t[i].first);
     out += buf;
   }
-  if (margin)
-    out += ", onednn not " + std::to_string(static_cast<int>(kGemmOtherPoolMargin * 100 + 0.5)) +
-           "% faster (another pool)";
+  if (margin) {
+    const double m = t[1].second == GemmImpl::onednn ? kGemmOtherPoolMargin : kGemmPackedMargin;
+    out += std::string(", ") + gemm_impl_name(t[1].second) + " not " +
+           std::to_string(static_cast<int>(m * 100 + 0.5)) + "% faster";
+  }
   return out + (recorded ? ", recorded" : "");
 }
 
@@ -448,13 +450,13 @@ void forget_gemm_choices() {
 }
 
 GemmImpl gemm_choice_from(double onednn_ms, double openblas_ms, double packed_ms) {
-  double tbb_ms = 0;
+  double tbb_ms = 0; // the TBB pool's choice
   GemmImpl tbb = GemmImpl::onednn;
   if (openblas_ms > 0) {
     tbb_ms = openblas_ms;
     tbb = GemmImpl::openblas;
   }
-  if (packed_ms > 0 && (tbb_ms == 0 || packed_ms < tbb_ms)) {
+  if (packed_ms > 0 && (tbb_ms == 0 || tbb_ms * (1 + kGemmPackedMargin) >= packed_ms)) {
     tbb_ms = packed_ms;
     tbb = GemmImpl::packed;
   }

@@ -62,10 +62,17 @@ inline constexpr int kGemmSettleTries = 5;
 /// 23.4-25.4 with every product on the TBB pool, and BERT-base b1 with oneDNN's FFN-down (3%
 /// faster alone) 153-166 ms against 151-159; the fastest runs were 2-4% better with the mix.
 inline constexpr double kGemmOtherPoolMargin = 0.10;
+/// How much faster than the packed GEMM OpenBLAS must time to be chosen. Timed alone, a product's
+/// weight and A are hot in cache on every call; in a model run the packed GEMM's weight is packed
+/// once and its next panel prefetched, while OpenBLAS packs both operands on every call. On the
+/// dev VM (2026-11-26, ABBA runs of whole models) OpenBLAS timed 1-3.5% faster alone on BERT-base's
+/// products and the models ran 2-5% slower with it: BERT-base b8 1189-1220 ms against 1155-1176
+/// with every product packed, b1 153-160 against 144-148.
+inline constexpr double kGemmPackedMargin = 0.10;
 
 /// The provider chosen from measured figures (ms; 0 for a candidate that declined, and at least
-/// one of them measured): the fastest of OpenBLAS and the packed GEMM, unless oneDNN beats it by
-/// more than kGemmOtherPoolMargin.
+/// one of them measured): the packed GEMM unless OpenBLAS beats it by more than
+/// kGemmPackedMargin, then that one unless oneDNN beats it by more than kGemmOtherPoolMargin.
 GemmImpl gemm_choice_from(double onednn_ms, double openblas_ms, double packed_ms);
 
 /// The provider for the f32 product \p spec on \p threads threads: the cached decision for its

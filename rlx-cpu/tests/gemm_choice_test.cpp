@@ -191,20 +191,22 @@ TEST(GemmChoice, MeasuresBothCandidatesOnTheRealShape) {
   EXPECT_THROW(cpu::measured_gemm(s, 2, 0), Error);
 }
 
-// The rule: the fastest provider on the TBB pool, unless oneDNN (another pool) beats it by more
-// than kGemmOtherPoolMargin; a declined candidate (0) never wins.
-TEST(GemmChoice, OneDnnMustBeatTheTbbPoolByTheMargin) {
+// The rule: the packed GEMM unless OpenBLAS beats it by kGemmPackedMargin, then that one unless
+// oneDNN (another pool) beats it by kGemmOtherPoolMargin; a declined candidate (0) never wins.
+TEST(GemmChoice, OthersMustBeatThePackedGemmByTheirMargins) {
   using cpu::GemmImpl;
-  const double m = 1 + cpu::kGemmOtherPoolMargin;
-  EXPECT_EQ(cpu::gemm_choice_from(1.0, 1.2, 1.1), GemmImpl::packed);
-  EXPECT_EQ(cpu::gemm_choice_from(1.0, 1.05, 1.1), GemmImpl::openblas);
-  EXPECT_EQ(cpu::gemm_choice_from(1.0, 0, 1.0 * m - 1e-3), GemmImpl::packed);
-  EXPECT_EQ(cpu::gemm_choice_from(1.0, 0, 1.0 * m + 1e-3), GemmImpl::onednn);
-  EXPECT_EQ(cpu::gemm_choice_from(1.0, 1.0 * m + 1e-3, 0), GemmImpl::onednn);
-  EXPECT_EQ(cpu::gemm_choice_from(2.0, 1.0, 1.5), GemmImpl::openblas);
-  EXPECT_EQ(cpu::gemm_choice_from(0, 1.0, 0), GemmImpl::openblas); // oneDNN declined
-  EXPECT_EQ(cpu::gemm_choice_from(1.0, 0, 0), GemmImpl::onednn);   // only oneDNN ran
-  // The note names the margin when oneDNN timed faster but lost.
+  const double mp = 1 + cpu::kGemmPackedMargin, mo = 1 + cpu::kGemmOtherPoolMargin;
+  EXPECT_EQ(cpu::gemm_choice_from(1.2, 1.2, 1.1), GemmImpl::packed);
+  EXPECT_EQ(cpu::gemm_choice_from(1.2, 1.0, 1.0 * mp - 1e-3), GemmImpl::packed);
+  EXPECT_EQ(cpu::gemm_choice_from(1.2, 1.0, 1.0 * mp + 1e-3), GemmImpl::openblas);
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 0, 1.0 * mo - 1e-3), GemmImpl::packed);
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 0, 1.0 * mo + 1e-3), GemmImpl::onednn);
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 1.0 * mo + 1e-3, 0), GemmImpl::onednn);
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 1.05, 0), GemmImpl::openblas); // packed declined
+  EXPECT_EQ(cpu::gemm_choice_from(0, 1.0, 0.95), GemmImpl::packed);   // oneDNN declined
+  EXPECT_EQ(cpu::gemm_choice_from(0, 1.0, 0), GemmImpl::openblas);
+  EXPECT_EQ(cpu::gemm_choice_from(1.0, 0, 0), GemmImpl::onednn); // only oneDNN ran
+  // The note names the margin when a faster candidate lost by it.
   cpu::GemmChoice c;
   c.measured = true;
   c.onednn_ms = 1.0;
@@ -212,10 +214,15 @@ TEST(GemmChoice, OneDnnMustBeatTheTbbPoolByTheMargin) {
   c.packed_ms = 1.05;
   c.impl = cpu::gemm_choice_from(c.onednn_ms, c.openblas_ms, c.packed_ms);
   EXPECT_EQ(c.note(), "auto: packed 1.050 ms; onednn 1.000 ms < openblas 1.200 ms, onednn not 10% "
-                      "faster (another pool)");
+                      "faster");
+  c.onednn_ms = 1.3;
+  c.openblas_ms = 1.0;
+  c.impl = cpu::gemm_choice_from(c.onednn_ms, c.openblas_ms, c.packed_ms);
+  EXPECT_EQ(c.note(), "auto: packed 1.050 ms; openblas 1.000 ms < onednn 1.300 ms, openblas not "
+                      "10% faster");
   c.onednn_ms = 0.5;
   c.impl = cpu::gemm_choice_from(c.onednn_ms, c.openblas_ms, c.packed_ms);
-  EXPECT_EQ(c.note(), "auto: onednn 0.500 ms < packed 1.050 ms < openblas 1.200 ms");
+  EXPECT_EQ(c.note(), "auto: onednn 0.500 ms < openblas 1.000 ms < packed 1.050 ms");
 }
 
 TEST(GemmChoice, TheRecordFileMakesLaterProcessesChooseAlike) {
