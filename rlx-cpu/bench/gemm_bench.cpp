@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <memory>
 #include <random>
 #include <string>
@@ -68,28 +69,36 @@ int main(int argc, char** argv) {
   int threads = 2, rounds = 7, reps = 15;
   bool cores = false, list = false;
   std::string only; ///< --shape: only the shapes whose name contains it
-  for (int i = 1; i < argc; i += 2) {
+  auto fail = [](const std::string& what) {
+    std::fprintf(stderr, "rlx_cpu_gemm_bench: %s\n", what.c_str());
+    return 2;
+  };
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--list") {
-      list = true;
-      --i;
+    if (a == "--list" || a == "--cores") {
+      (a == "--list" ? list : cores) = true;
       continue;
     }
-    if (a == "--cores") {
-      cores = true;
-      --i;
-      continue;
-    }
+    if (a != "--threads" && a != "--rounds" && a != "--reps" && a != "--shape")
+      return fail("unknown argument '" + a +
+                  "' (known: --threads N, --rounds R, --reps K, --cores, --list, --shape NAME)");
     if (i + 1 >= argc)
-      break;
-    if (a == "--threads")
-      threads = std::stoi(argv[i + 1]);
-    else if (a == "--rounds")
-      rounds = std::stoi(argv[i + 1]);
-    else if (a == "--reps")
-      reps = std::stoi(argv[i + 1]);
-    else if (a == "--shape")
-      only = argv[i + 1];
+      return fail(a + " needs a value");
+    const std::string v = argv[++i];
+    if (a == "--shape") {
+      only = v;
+      continue;
+    }
+    int n = 0;
+    try {
+      std::size_t used = 0;
+      n = std::stoi(v, &used);
+      if (used != v.size())
+        n = 0;
+    } catch (const std::exception&) {}
+    if (n < 1 || n > 1000)
+      return fail(a + " takes a whole number from 1 to 1000, not '" + v + "'");
+    (a == "--threads" ? threads : a == "--rounds" ? rounds : reps) = n;
   }
   const std::vector<Shape> shapes = {
       {"mlp fwd 1", 64, 784, 512, false, false, "relu"},
@@ -108,6 +117,14 @@ int main(int argc, char** argv) {
       {"llama gate+up", 128, 512, 2752, false, true},
       {"llama down", 128, 1376, 512, false, true},
   };
+  if (!only.empty() && std::none_of(shapes.begin(), shapes.end(), [&](const Shape& s) {
+        return std::string(s.what).find(only) != std::string::npos;
+      })) {
+    std::string names;
+    for (const Shape& s : shapes)
+      names += std::string(names.empty() ? "" : ", ") + s.what;
+    return fail("no shape's name contains '" + only + "' (shapes: " + names + ")");
+  }
   const cpu::GemmProvider providers[] = {cpu::GemmProvider::onednn, cpu::GemmProvider::openblas,
                                          cpu::GemmProvider::packed};
   std::printf("%-16s %5s %5s %5s %3s  %9s %9s %9s   (GFLOP/s, %d threads, median of %d rounds)\n",
