@@ -1,9 +1,9 @@
 // gemm_packed.hpp (private): rlx's own packed f32 GEMM (`--gemm packed`): B packed into panels of
 // NR columns (once, as a weight-region copy, when B is a 2-D Param or Constant; else per run into
 // scratch), A packed per block into MR-row slivers, an MR x NR register tile with K blocked for
-// L1/L2, TBB over (M, N) blocks, and the bias + activation epilogue applied to each tile while it
-// is in L1. The hot code is one source (kernels/gemm_packed_tile.inc) compiled for x86-64-v4,
-// x86-64-v3 and the baseline; the instruction set is chosen at run time by CPU features.
+// L1/L2, TBB over (M, N) blocks, and the bias + activation epilogue applied to each tile's
+// accumulators in registers. The hot code is one source (kernels/gemm_packed_tile.inc) compiled for
+// x86-64-v4, x86-64-v3 and the baseline; the instruction set is chosen at run time by CPU features.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,11 @@ Isa widest_supported(Isa cap);
 /// once, on the first call; a bad value throws rlx::Error from every call).
 Isa best_isa();
 
-/// One block of C = A · B (+ bias, then the epilogue) computed by gemm_block(): rows [i0, i1) and
+/// The activation a tile applies to its result in registers (ir::Activation's functions, from
+/// simd_math.hpp; this header includes no IR header, see gemm_packed_tile.inc).
+enum class Act : std::uint8_t { none, relu, gelu, gelu_tanh, silu, sigmoid, tanh };
+
+/// One block of C = A · B (+ bias, then the activation) computed by gemm_block(): rows [i0, i1) and
 /// columns [j0, j1) (j0 a multiple of the tile width), K in blocks of kc.
 struct BlockArgs {
   const float* a = nullptr; ///< A(i, p) at a[i * rsa + p * csa]
@@ -43,20 +47,16 @@ struct BlockArgs {
   /// start + k0 · tile_cols(), panels of b_rows rows): K = k rows [k0, k0 + k) of it. 0: k.
   std::int64_t b_rows = 0;
   const float* bias = nullptr; ///< [N] added to every row, or null
-  /// Called on every finished tile (rows x cols at c, row stride ldc), or null.
-  void (*epilogue)(void* arg, float* c, std::int64_t ldc, int rows, int cols) = nullptr;
-  void* epilogue_arg = nullptr;
-  /// A second product over the same block, A · B2 (+ bias2), computed tile by tile beside the
-  /// first while A's sliver is in L1 (SwiGLU's gate beside its up product), or null. It is
-  /// accumulated in c2: the block's own buffer, C2(i, j) at c2[(i - i0) * ldc2 + (j - j0)].
+  /// Applied to every finished tile in registers, after the bias.
+  Act act = Act::none;
+  /// A second product over the same block, A · B2 (+ bias2), computed strip by strip beside the
+  /// first (SwiGLU's gate beside its up product), or null. It is accumulated in c2, the block's
+  /// own buffer (C2(i, j) at c2[(i - i0) * ldc2 + (j - j0)]), and each finished tile of C becomes
+  /// C · silu(C2) in registers (\p act is then none).
   const float* b2_pack = nullptr;
   const float* bias2 = nullptr;
   float* c2 = nullptr;
   std::int64_t ldc2 = 0;
-  /// With b2_pack: called on every finished pair of tiles (rows x cols of C at c and of C2 at c2)
-  /// instead of \p epilogue, to combine them into C.
-  void (*pair_epilogue)(float* c, std::int64_t ldc, const float* c2, std::int64_t ldc2, int rows,
-                        int cols) = nullptr;
 };
 
 /// The functions compiled once per instruction set.

@@ -1,6 +1,8 @@
 // simd.cpp: the multiversioned f32 row kernels of simd.hpp.
 #include "simd.hpp"
 
+#include <limits>
+
 namespace rlx::cpu::simd {
 
 RLX_CPU_MULTIVERSION float sum(const float* x, std::int64_t n) {
@@ -128,7 +130,7 @@ RLX_CPU_MULTIVERSION float exp_shift_sum(float* x, std::int64_t n, float m) {
   float s = 0.0f;
 #pragma omp simd reduction(+ : s)
   for (std::int64_t i = 0; i < n; ++i) {
-    x[i] = exp(x[i] - m);
+    x[i] = exp_nonpositive(x[i] - m);
     s += x[i];
   }
   return s;

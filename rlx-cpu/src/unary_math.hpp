@@ -64,19 +64,14 @@ template <class C, class Fn> [[gnu::always_inline]] inline void with_unary(ir::O
         return fn([](C x) { return C{1} / (C{1} + std::exp(-x)); });
     case ir::OpKind::Gelu:
       if constexpr (std::is_same_v<C, float>)
-        return fn([](float x) {
-          return 0.5f * x * (1.0f + simd::erf(x * static_cast<float>(std::numbers::sqrt2 / 2)));
-        });
+        return fn([](float x) { return simd::gelu(x); });
       else
         return fn([](C x) {
           return C{0.5} * x * (C{1} + std::erf(x / static_cast<C>(std::numbers::sqrt2)));
         });
     case ir::OpKind::GeluTanh:
       if constexpr (std::is_same_v<C, float>)
-        return fn([](float x) {
-          const float k = 0.79788456080286535588f; // sqrt(2 / pi)
-          return 0.5f * x * (1.0f + simd::tanh(k * (x + 0.044715f * x * x * x)));
-        });
+        return fn([](float x) { return simd::gelu_tanh(x); });
       else
         return fn([](C x) {
           const C k = static_cast<C>(0.79788456080286535588); // sqrt(2 / pi)
@@ -84,7 +79,7 @@ template <class C, class Fn> [[gnu::always_inline]] inline void with_unary(ir::O
         });
     case ir::OpKind::Silu:
       if constexpr (std::is_same_v<C, float>)
-        return fn([](float x) { return x / (1.0f + simd::exp(-x)); });
+        return fn([](float x) { return simd::silu(x); });
       else
         return fn([](C x) { return x / (C{1} + std::exp(-x)); });
     case ir::OpKind::Sin:

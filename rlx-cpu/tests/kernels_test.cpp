@@ -160,11 +160,53 @@ TEST(SimdTanhErf, WithinEightUlpOverTheWholeRange) {
   EXPECT_LE(worst_ulp(tanh_f, tanh_ref, -0.01f, 0.01f, 0.0000173f), 8.0f);
   EXPECT_LE(worst_ulp(erf_f, erf_ref, -6.0f, 6.0f, 0.000731f), 8.0f);
   EXPECT_LE(worst_ulp(erf_f, erf_ref, -0.01f, 0.01f, 0.0000173f), 8.0f);
-  for (auto f : {cpu::simd::tanh, cpu::simd::erf}) {
+  for (auto f : {+tanh_f, +erf_f}) {
     EXPECT_TRUE(std::isnan(f(NAN)));
     EXPECT_EQ(f(INFINITY), 1.0f);
     EXPECT_EQ(f(-INFINITY), -1.0f);
     EXPECT_EQ(f(0.0f), 0.0f);
+  }
+}
+
+TEST(SimdExp, NonPositiveFormIsExpToTheBit) {
+  // The softmax's exp (no upper clamp, 2^n in one step) against simd::exp over x <= 0, down past
+  // the flush to 0 and through the subnormal results near it.
+  int checked = 0;
+  for (float x = -90.0f; x <= 0.0f; x += 0.000917f, ++checked)
+    ASSERT_EQ(cpu::simd::exp_nonpositive(x), cpu::simd::exp(x)) << "x = " << x;
+  for (float x : {0.0f, -0.0f, -87.29f, -87.3f, -87.31f, -INFINITY})
+    EXPECT_EQ(cpu::simd::exp_nonpositive(x), cpu::simd::exp(x)) << "x = " << x;
+  EXPECT_TRUE(std::isnan(cpu::simd::exp_nonpositive(NAN)));
+  EXPECT_GT(checked, 90000);
+}
+
+TEST(SimdMath, VectorFormsMatchTheScalarLaneByLane) {
+  // The packed GEMM's tile runs these on registers; the one-op kernels on floats: one definition,
+  // the same values (this file's compile flags for both; a vector the baseline ISA has).
+  using V = float __attribute__((vector_size(16)));
+  constexpr int kLanes = 4;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-9.0f, 9.0f);
+  const float special[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e-5f, -1e-5f, 88.0f};
+  for (int round = 0; round < 2000; ++round) {
+    V x;
+    for (int l = 0; l < kLanes; ++l)
+      x[l] = round < 2 ? special[round * kLanes + l] : u(rng) * (round % 3 == 0 ? 12.0f : 1.0f);
+    auto same = [&](const char* name, V got, auto scalar) {
+      for (int l = 0; l < kLanes; ++l) {
+        const float want = scalar(x[l]);
+        if (!(got[l] == want || (std::isnan(got[l]) && std::isnan(want))))
+          ADD_FAILURE() << name << "(" << x[l] << ") = " << got[l] << " on a vector, " << want;
+      }
+    };
+    same("exp", cpu::simd::exp(x), [](float v) { return cpu::simd::exp(v); });
+    same("tanh", cpu::simd::tanh(x), [](float v) { return cpu::simd::tanh(v); });
+    same("erf", cpu::simd::erf(x), [](float v) { return cpu::simd::erf(v); });
+    same("sigmoid", cpu::simd::sigmoid(x), [](float v) { return cpu::simd::sigmoid(v); });
+    same("relu", cpu::simd::relu(x), [](float v) { return cpu::simd::relu(v); });
+    same("gelu", cpu::simd::gelu(x), [](float v) { return cpu::simd::gelu(v); });
+    same("gelu_tanh", cpu::simd::gelu_tanh(x), [](float v) { return cpu::simd::gelu_tanh(v); });
+    same("silu", cpu::simd::silu(x), [](float v) { return cpu::simd::silu(v); });
   }
 }
 

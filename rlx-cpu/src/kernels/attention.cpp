@@ -31,9 +31,10 @@ constexpr std::int64_t kBlockQ = kAttnBlockQ;
 constexpr std::int64_t kTileK = kAttnTileK;
 
 /// Per-thread scratch of one task, in compute-type elements: the score tile, the transposed key
-/// tile, the output accumulators and the row statistics.
+/// tile, the output accumulators and the row statistics (running max and sum, the tile's row
+/// maxima and the accumulators' rescale factors).
 std::int64_t task_scratch_elems(std::int64_t d, std::int64_t dv) {
-  return kBlockQ * kTileK + d * kTileK + kBlockQ * dv + 2 * kBlockQ;
+  return kBlockQ * kTileK + d * kTileK + kBlockQ * dv + 4 * kBlockQ;
 }
 
 /// The f32 micro-kernels' vectors, \p VW floats wide: 8 (an AVX2 register) in the multiversioned
@@ -56,15 +57,17 @@ template <> struct AttnVec<16> {
 template <int VW> constexpr std::int64_t kRows = VW == 16 ? 8 : 4;
 static_assert(kTileK % 32 == 0 && kBlockQ % kRows<16> == 0);
 
-/// s[i][j] = q_i · k_j for the qn rows of a block and the jn keys of a tile (unscaled).
-/// f32: the key tile is packed transposed, kt[d][j], so each query row's scores are an axpy over
-/// d vectorised across keys, kRows<VW> rows per pass over the tile; other types: plain dots.
+/// s[i][j] = q_i · k_j for the qn rows of a block and the jn keys of a tile: unscaled for other
+/// types than f32, plain dots. f32: the key tile is packed transposed, kt[d][j], so each query
+/// row's scores are an axpy over d vectorised across keys, kRows<VW> rows per pass over the tile;
+/// the scores are multiplied by \p scale in registers, and with \p rmax each row's maximum over
+/// the whole tile width is written to rmax[i] (so the softmax needs no pass of its own for them).
 /// f32 with \p ktb (the (batch, KV head)'s key tiles transposed once per run; \p j0 a multiple of
 /// the tile width): the tile is read from there, not transposed into \p kt.
 template <class T, class A, int VW>
 [[gnu::always_inline]] inline void tile_scores(const AttnParams<T>& p, const T* qb, const T* kb,
                                                std::int64_t j0, std::int64_t qn, std::int64_t jn,
-                                               A* s, A* kt, const A* ktb) {
+                                               A* s, A* kt, const A* ktb, A scale, A* rmax) {
   if constexpr (std::is_same_v<T, float>) {
     const float* ktile = ktb ? ktb + j0 / kTileK * p.d * kTileK : kt;
     for (std::int64_t j = 0; j < kTileK && !ktb; ++j) {
@@ -83,6 +86,11 @@ template <class T, class A, int VW>
       const float* q[rows];
       for (std::int64_t r = 0; r < rows; ++r)
         q[r] = qb + std::min(i0 + r, qn - 1) * p.q_s; // a short block repeats its last row
+      constexpr float kNegInf = -__builtin_inff();
+      V mx[rows];
+#pragma GCC unroll 8
+      for (std::int64_t r = 0; r < rows; ++r)
+        mx[r] = V{} + kNegInf;
       // rows x 2 VW blocks of scores in registers; the key tile and the score rows are 64-byte
       // aligned (the task's scratch slice).
       for (std::int64_t jc = 0; jc < kTileK; jc += 2 * VW) {
@@ -97,14 +105,31 @@ template <class T, class A, int VW>
             c1[r] += qv * k1;
           }
         }
+#pragma GCC unroll 8
+        for (std::int64_t r = 0; r < rows; ++r) {
+          c0[r] *= scale;
+          c1[r] *= scale;
+          if (rmax) { // NaN scores are passed over, as in the softmax's own max
+            mx[r] = c0[r] > mx[r] ? c0[r] : mx[r];
+            mx[r] = c1[r] > mx[r] ? c1[r] : mx[r];
+          }
+        }
         for (std::int64_t r = 0; r < rows && i0 + r < qn; ++r) {
           *reinterpret_cast<V*>(s + (i0 + r) * kTileK + jc) = c0[r];
           *reinterpret_cast<V*>(s + (i0 + r) * kTileK + jc + VW) = c1[r];
         }
       }
+      for (std::int64_t r = 0; rmax && r < rows && i0 + r < qn; ++r) {
+        float m = mx[r][0];
+        for (int l = 1; l < VW; ++l)
+          m = mx[r][l] > m ? mx[r][l] : m;
+        rmax[i0 + r] = m;
+      }
     }
   } else {
     (void)ktb;
+    (void)scale;
+    (void)rmax;
     for (std::int64_t i = 0; i < qn; ++i) {
       const T* qi = qb + i * p.q_s;
       for (std::int64_t j = 0; j < jn; ++j) {
@@ -118,12 +143,13 @@ template <class T, class A, int VW>
   }
 }
 
-/// acc_i += Σ_j p_ij v_j over a tile. f32: a kRows<VW> x 2 VW block of accumulators stays in
-/// registers while the tile's value rows stream past.
+/// acc_i = corr_i acc_i + Σ_j p_ij v_j over a tile (corr_i: the online softmax's rescale of the
+/// sums so far). f32: a kRows<VW> x 2 VW block of accumulators stays in registers while the
+/// tile's value rows stream past.
 template <class T, class A, int VW>
 [[gnu::always_inline]] inline void tile_values(const AttnParams<T>& p, const T* vb, std::int64_t j0,
                                                std::int64_t qn, std::int64_t jn, const A* s,
-                                               A* acc) {
+                                               const A* corr, A* acc) {
   if constexpr (std::is_same_v<T, float>) {
     using V = typename AttnVec<VW>::V;
     using U = typename AttnVec<VW>::U;
@@ -136,8 +162,8 @@ template <class T, class A, int VW>
 #pragma GCC unroll 8
           for (std::int64_t r = 0; r < kR; ++r) {
             const float* ar = acc + (i0 + r) * p.dv + c0;
-            a0[r] = r < rows ? *reinterpret_cast<const U*>(ar) : V{};
-            a1[r] = r < rows ? *reinterpret_cast<const U*>(ar + VW) : V{};
+            a0[r] = r < rows ? *reinterpret_cast<const U*>(ar) * corr[i0 + r] : V{};
+            a1[r] = r < rows ? *reinterpret_cast<const U*>(ar + VW) * corr[i0 + r] : V{};
           }
           for (std::int64_t j = 0; j < jn; ++j) {
             const V v0 = *reinterpret_cast<const U*>(vb + (j0 + j) * p.v_s + c0);
@@ -155,6 +181,9 @@ template <class T, class A, int VW>
             *reinterpret_cast<U*>(ar + VW) = a1[r];
           }
         } else {
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t d = c0; d < p.dv; ++d)
+              acc[(i0 + r) * p.dv + d] *= corr[i0 + r];
           for (std::int64_t j = 0; j < jn; ++j) {
             const float* vj = vb + (j0 + j) * p.v_s;
             for (std::int64_t r = 0; r < rows; ++r) {
@@ -169,6 +198,9 @@ template <class T, class A, int VW>
       }
     }
   } else {
+    for (std::int64_t i = 0; i < qn; ++i)
+      for (std::int64_t d = 0; corr[i] != A{1} && d < p.dv; ++d)
+        acc[i * p.dv + d] *= corr[i];
     for (std::int64_t i = 0; i < qn; ++i)
       for (std::int64_t j = 0; j < jn; ++j) {
         A pj = s[i * kTileK + j];
@@ -195,8 +227,10 @@ template <class T, class A, int VW = 8>
   A* s = scratch;               // [Bq][Tk] scores
   A* kt = s + kBlockQ * kTileK; // [D][Tk] transposed key tile (f32)
   A* acc = kt + p.d * kTileK;   // [Bq][Dv]
-  A* m = acc + kBlockQ * p.dv;  // [Bq]
-  A* l = m + kBlockQ;           // [Bq]
+  A* m = acc + kBlockQ * p.dv;  // [Bq] running max
+  A* l = m + kBlockQ;           // [Bq] running sum
+  A* rmax = l + kBlockQ;        // [Bq] the tile's row maxima (f32, whole tiles)
+  A* corr = rmax + kBlockQ;     // [Bq] the accumulators' rescale factors
   for (std::int64_t i = 0; i < qn; ++i) {
     m[i] = kNegInf;
     l[i] = 0;
@@ -218,33 +252,46 @@ template <class T, class A, int VW = 8>
   const auto scale = static_cast<A>(p.scale);
   const auto cap = static_cast<A>(p.softcap);
 
+  constexpr bool kF32 = std::is_same_v<T, float>; // scores come scaled from tile_scores
+
   for (std::int64_t j0 = jmin; j0 < jmax; j0 += kTileK) {
     std::int64_t jn = std::min(kTileK, jmax - j0);
-    tile_scores<T, A, VW>(p, qb, kb, j0, qn, jn, s, kt, ktb);
-    // Scale, softcap, bias and masks. Entries past jn are -inf, so the vector loops below run the
-    // full, aligned tile width (no scalar peel or remainder) and those keys weigh 0.
-    for (std::int64_t i = 0; i < qn; ++i)
+    // A whole tile that every row of the block sees unchanged: the scores' row maxima come from
+    // tile_scores' registers.
+    const bool plain = kF32 && cap == A{0} && !p.bias && !p.keep && jn == kTileK &&
+                       attention_tile_unmasked(p, q0, qn, j0, kTileK);
+    tile_scores<T, A, VW>(p, qb, kb, j0, qn, jn, s, kt, ktb, scale, plain ? rmax : nullptr);
+    // Scale (but for f32), softcap, bias and masks. Entries past jn are -inf, so the vector loops
+    // below run the full, aligned tile width (no scalar peel or remainder) and those keys weigh 0.
+    for (std::int64_t i = 0; !plain && i < qn; ++i)
       attention_score_row<T, A>(p, b, h, q0 + i, j0, jn, kTileK,
-                                std::assume_aligned<64>(s + i * kTileK), nullptr, scale, cap);
-    // Online softmax: p_ij = e^(s_ij - m'_i), rescale the running sums by e^(m_i - m'_i).
+                                std::assume_aligned<64>(s + i * kTileK), nullptr,
+                                kF32 ? A{1} : scale, cap);
+    // Online softmax: p_ij = e^(s_ij - m'_i), the running sums rescaled by e^(m_i - m'_i) (in
+    // tile_values, as the accumulators are loaded).
     for (std::int64_t i = 0; i < qn; ++i) {
       A* si = std::assume_aligned<64>(s + i * kTileK);
       A row_max = kNegInf;
+      if (plain) {
+        row_max = rmax[i];
+      } else {
 #pragma omp simd reduction(max : row_max)
-      for (std::int64_t j = 0; j < kTileK; ++j)
-        row_max = si[j] > row_max ? si[j] : row_max;
+        for (std::int64_t j = 0; j < kTileK; ++j)
+          row_max = si[j] > row_max ? si[j] : row_max;
+      }
       A m_new = row_max > m[i] ? row_max : m[i];
+      corr[i] = 1;
       if (m_new == kNegInf) { // nothing visible yet in this row
         for (std::int64_t j = 0; j < kTileK; ++j)
           si[j] = 0;
         continue;
       }
-      A corr = m[i] == kNegInf ? A{0} : static_cast<A>(std::exp(m[i] - m_new));
+      const A ci = m[i] == kNegInf ? A{0} : static_cast<A>(std::exp(m[i] - m_new));
       A sum = 0;
       if constexpr (std::is_same_v<A, float>) {
 #pragma omp simd reduction(+ : sum)
         for (std::int64_t j = 0; j < kTileK; ++j) {
-          si[j] = simd::exp(si[j] - m_new);
+          si[j] = simd::exp_nonpositive(si[j] - m_new); // m_new is the row's max
           sum += si[j];
         }
       } else {
@@ -253,15 +300,11 @@ template <class T, class A, int VW = 8>
           sum += si[j];
         }
       }
-      l[i] = l[i] * corr + sum;
+      l[i] = l[i] * ci + sum;
       m[i] = m_new;
-      if (corr != A{1}) {
-        A* ai = acc + i * p.dv;
-        for (std::int64_t d = 0; d < p.dv; ++d)
-          ai[d] *= corr;
-      }
+      corr[i] = ci;
     }
-    tile_values<T, A, VW>(p, vb, j0, qn, jn, s, acc);
+    tile_values<T, A, VW>(p, vb, j0, qn, jn, s, corr, acc);
   }
   // Normalise and store.
   T* ob = p.o + b * p.o_b + h * p.o_h + q0 * p.o_s;
@@ -468,6 +511,47 @@ void attention_bias_strides(const std::vector<std::int64_t>& sizes, std::int64_t
   }
 }
 
+namespace {
+
+/// The \p jn keys at \p k (rows \p k_s floats apart, \p d features) transposed into \p dst
+/// ([D][Tk], zero past jn): 8 x 8 blocks through registers (unpack, then shuffle pairs, then
+/// swap halves), elements one by one at the edges.
+RLX_CPU_MULTIVERSION void transpose_key_tile(const float* k, std::int64_t k_s, std::int64_t d,
+                                             std::int64_t jn, float* dst) {
+  using V = float __attribute__((vector_size(32)));
+  using U = float __attribute__((vector_size(32), aligned(4)));
+  const std::int64_t j8 = jn / 8 * 8, d8 = d / 8 * 8;
+  for (std::int64_t j = 0; j < j8; j += 8)
+    for (std::int64_t f = 0; f < d8; f += 8) {
+      V r[8], t[8], u[8];
+      for (int i = 0; i < 8; ++i)
+        r[i] = *reinterpret_cast<const U*>(k + (j + i) * k_s + f);
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+      }
+      for (int i = 0; i < 8; i += 4)
+        for (int h = 0; h < 2; ++h) {
+          u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+          u[i + 2 * h + 1] =
+              __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+      for (int i = 0; i < 4; ++i) {
+        *reinterpret_cast<U*>(dst + (f + i) * kTileK + j) =
+            __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        *reinterpret_cast<U*>(dst + (f + i + 4) * kTileK + j) =
+            __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+      }
+    }
+  for (std::int64_t j = 0; j < jn; ++j)
+    for (std::int64_t f = j < j8 ? d8 : 0; f < d; ++f)
+      dst[f * kTileK + j] = k[j * k_s + f];
+  for (std::int64_t f = 0; jn < kTileK && f < d; ++f)
+    std::fill(dst + f * kTileK + jn, dst + (f + 1) * kTileK, 0.0f);
+}
+
+} // namespace
+
 void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* scratch,
                        std::int64_t slice, int threads, float* kt) {
   AttnParams<float> pt = p;
@@ -480,12 +564,7 @@ void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* 
         const std::int64_t b = bh / p.kv_heads, kh = bh % p.kv_heads;
         const std::int64_t jn = std::min(kTileK, p.sk - j0);
         const float* k = p.k + b * p.k_b + kh * p.k_h + j0 * p.k_s;
-        float* dst = kt + t * p.d * kTileK;
-        for (std::int64_t j = 0; j < jn; ++j)
-          for (std::int64_t d = 0; d < p.d; ++d)
-            dst[d * kTileK + j] = k[j * p.k_s + d];
-        for (std::int64_t d = 0; jn < kTileK && d < p.d; ++d)
-          std::fill(dst + d * kTileK + jn, dst + (d + 1) * kTileK, 0.0f);
+        transpose_key_tile(k, p.k_s, p.d, jn, kt + t * p.d * kTileK);
       }
     });
     pt.kt = kt;

@@ -74,6 +74,19 @@ std::pair<std::int64_t, std::int64_t> attention_key_range(const AttnParams<T>& p
   return {jmin, jmax};
 }
 
+/// Whether the causal / sliding-window mask hides none of the keys [j0, j0 + width) from any of
+/// the query rows [q0, q0 + qn) (always, for the other kinds).
+template <class T>
+bool attention_tile_unmasked(const AttnParams<T>& p, std::int64_t q0, std::int64_t qn,
+                             std::int64_t j0, std::int64_t width) {
+  if (p.mask != ir::MaskKind::causal && p.mask != ir::MaskKind::sliding_window)
+    return true;
+  const bool below = j0 + width - 1 <= q0 + p.shift; // the first row sees the tile's last key
+  if (p.mask == ir::MaskKind::causal)
+    return below;
+  return below && j0 >= q0 + qn - 1 + p.shift - p.window + 1; // the last row sees its first
+}
+
 /// The scores of query row \p qi (absolute) of head \p h, batch \p b against keys [j0, j0 + jn):
 /// \p si holds the raw dots q·k (\p width >= jn entries) and becomes scale·dot, soft-capped
 /// c·tanh(s/c) (the tanh values into \p ti when it is not null), plus the bias, -inf where the

@@ -5,14 +5,11 @@
 
 #include "../matmul.hpp"
 #include "../onednn.hpp"
-#include "../simd.hpp"
-#include "../unary_math.hpp"
 #include "rlx/ir/error.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 
 namespace rlx::cpu {
@@ -202,34 +199,25 @@ PackedScratch packed_scratch(const MatMulSpec& s, const PackedGeometry& g, Isa i
   return p;
 }
 
-/// The activation applied to each finished tile (the same functions as every epilogue, compiled
-/// for the CPU's widest ISA).
-RLX_CPU_MULTIVERSION void activation_epilogue(void* arg, float* c, std::int64_t ldc, int rows,
-                                              int cols) {
-  const ir::OpKind op = *static_cast<const ir::OpKind*>(arg);
-  with_unary<float>(op, [&](auto f) {
-    for (int r = 0; r < rows; ++r) {
-      float* row = c + r * ldc;
-#pragma omp simd
-      for (int j = 0; j < cols; ++j)
-        row[j] = f(row[j]);
-    }
-  });
-}
-
-/// SwiGLU's pair: C = C · silu(C2), C the up product and C2 the gate product (the same functions
-/// as the separate gate epilogue and product pass, so the result is the same to the bit).
-RLX_CPU_MULTIVERSION void swiglu_pair_epilogue(float* c, std::int64_t ldc, const float* c2,
-                                               std::int64_t ldc2, int rows, int cols) {
-  with_unary<float>(ir::OpKind::Silu, [&](auto f) {
-    for (int r = 0; r < rows; ++r) {
-      float* row = c + r * ldc;
-      const float* gate = c2 + r * ldc2;
-#pragma omp simd
-      for (int j = 0; j < cols; ++j)
-        row[j] = row[j] * f(gate[j]);
-    }
-  });
+/// The tile's activation for \p act.
+packed::Act tile_act(ir::Activation act) {
+  switch (act) {
+  case ir::Activation::none:
+    return packed::Act::none;
+  case ir::Activation::relu:
+    return packed::Act::relu;
+  case ir::Activation::gelu:
+    return packed::Act::gelu;
+  case ir::Activation::gelu_tanh:
+    return packed::Act::gelu_tanh;
+  case ir::Activation::silu:
+    return packed::Act::silu;
+  case ir::Activation::sigmoid:
+    return packed::Act::sigmoid;
+  case ir::Activation::tanh:
+    return packed::Act::tanh;
+  }
+  throw Error("rlx-cpu: the packed GEMM: an unknown activation");
 }
 
 /// Multiply-adds from which a product is split over the threads.
@@ -270,8 +258,7 @@ public:
       throw Error("rlx-cpu: the packed GEMM runs f32 only");
     if (s.has_bias && !s.bias)
       throw Error("rlx-cpu: a matmul bias without an address");
-    if (auto op = activation_op(s.act))
-      act_ = *op;
+    act_ = tile_act(s.act);
     const int nr = kern_.tile_cols();
     set_note(std::string(packed::isa_name(isa)) + " " + std::to_string(kern_.tile_rows()) + "x" +
              std::to_string(nr));
@@ -345,16 +332,12 @@ public:
             args.j1 = std::min(g_.n, args.j0 + b_.nc);
             args.a_pack = a_pack_ + slot * a_slot;
             args.bias = reinterpret_cast<const float*>(s_.bias);
-            if (act_) {
-              args.epilogue = activation_epilogue;
-              args.epilogue_arg = &*act_;
-            }
+            args.act = act_;
             if (b2_pack_) {
               args.b2_pack = b2_pack_;
               args.bias2 = bias2_;
               args.c2 = a_pack_ + slot * a_slot + scratch_.c2_off / 4;
               args.ldc2 = b_.nc;
-              args.pair_epilogue = swiglu_pair_epilogue;
             }
             kern_.gemm_block(args);
           }
@@ -372,7 +355,7 @@ private:
   float* b_run_ = nullptr;         ///< B packed per run (in scratch)
   const float* b2_pack_ = nullptr; ///< the gate weight's packed copy (SwiGLU's pair), or null
   const float* bias2_ = nullptr;
-  std::optional<ir::OpKind> act_;
+  packed::Act act_ = packed::Act::none;
 };
 
 } // namespace

@@ -18,7 +18,7 @@ constexpr std::int64_t kGrain = kTaskWork / 8; // an element costs about an exp
 
 template <class T> T silu_of(T x) {
   if constexpr (std::is_same_v<T, float>)
-    return x / (1.0f + simd::exp(-x));
+    return simd::silu(x);
   else
     return x / (T{1} + std::exp(-x));
 }
