@@ -609,6 +609,18 @@ void attention_cases(Table& t) {
           attention_inputs(a.layout, 1, 4, 2, 3, 40, 16, 16, mask, DType::f32), a,
           attention_tol(DType::f32, 16, 40));
   }
+  { // A window wide enough that whole 64-key tiles are inside it for every row of a query block
+    // (the kernel's unmasked-tile path) next to tiles cut by either edge.
+    ir::AttentionAttrs a;
+    a.layout = ir::AttnLayout::bhsd;
+    a.num_heads = 2;
+    a.num_kv_heads = 2;
+    a.mask = ir::MaskKind::sliding_window;
+    a.window = 150;
+    t.add("attention_wide_window_f32", K::Attention,
+          attention_inputs(a.layout, 1, 2, 2, 40, 200, 16, 16, a.mask, DType::f32), a,
+          attention_tol(DType::f32, 16, 200));
+  }
   // Scale, softcap, Dv != D, broadcast biases, f64.
   {
     ir::AttentionAttrs a;
