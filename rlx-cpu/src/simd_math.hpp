@@ -28,22 +28,19 @@ using IntOf = std::conditional_t<std::is_same_v<F, float>, std::int32_t, decltyp
 
 #define RLX_SIMD_F32(F) static_assert(IsF32<F>::value, "simd math is f32 (float or float vectors)")
 
-/// e^x without branches or conversions (so loops over it vectorise): Cody–Waite reduction
-/// x = n ln2 + r and a degree-6 polynomial for e^r (Cephes' expf coefficients), scaled by 2^n in
-/// two steps so every n in [-126, 128] stays in the normal range. Relative error ≤ 2 ulp; results
-/// below FLT_MIN (x < -87.3) flush to 0, x > 88.72 gives +inf, NaN stays NaN.
-template <class F> [[gnu::always_inline]] inline F exp(F x) {
-  RLX_SIMD_F32(F);
+/// exp's lower and upper input bounds: below kExpLow e^x is under FLT_MIN (flushed to 0), above
+/// kExpHigh it overflows.
+inline constexpr float kExpLow = -87.3f, kExpHigh = 88.72f;
+
+/// The core of exp and exp_nonpositive, for \p xc in [kExpLow, kExpHigh]: e^xc = e · 2^n, with
+/// n = round(xc / ln2) (by the 1.5·2^23 trick: a float-to-int conversion after the clamps keeps
+/// GCC 12 from vectorising the loop) into \p n, and e = e^r for the Cody–Waite reduced
+/// r = xc - n ln2 (a degree-6 polynomial, Cephes' expf coefficients) returned.
+template <class F> [[gnu::always_inline]] inline F exp_reduced(F xc, IntOf<F>& n) {
   using I = IntOf<F>;
-  // Written without nested conditionals or divisions so GCC if-converts and vectorises it.
-  constexpr float kLow = -87.3f, kHigh = 88.72f;
-  F xc = x < kLow ? kLow : x;
-  xc = xc > kHigh ? kHigh : xc;
-  // n = round(x / ln2) by the 1.5·2^23 trick (a float-to-int conversion after the clamps keeps
-  // GCC 12 from vectorising the loop).
   constexpr float kMagic = 0x1.8p23f;
   F t = xc * 1.44269504088896341f + kMagic;
-  I n = __builtin_bit_cast(I, t) - __builtin_bit_cast(std::int32_t, kMagic);
+  n = __builtin_bit_cast(I, t) - __builtin_bit_cast(std::int32_t, kMagic);
   F fnr = t - kMagic;
   F r = xc - fnr * 0.693359375f + fnr * 2.12194440e-4f;
   F p = r * 1.9875691500e-4f + 1.3981999507e-3f;
@@ -51,37 +48,35 @@ template <class F> [[gnu::always_inline]] inline F exp(F x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  F e = p * r * r + r + 1.0f;
-  I n1 = n >> 1, n2 = n - n1; // 2^n = 2^n1 · 2^n2, both normal
-  F s1 = __builtin_bit_cast(F, (n1 + 127) << 23);
-  F s2 = __builtin_bit_cast(F, (n2 + 127) << 23);
-  F res = e * s1 * s2;
-  res = x < kLow ? 0.0f : res;
-  res = x > kHigh ? __builtin_inff() : res;
+  return p * r * r + r + 1.0f;
+}
+
+/// e^x without branches or conversions (so loops over it vectorise): exp_reduced scaled by 2^n
+/// in two steps so every n in [-126, 128] stays in the normal range. Relative error ≤ 2 ulp;
+/// results below FLT_MIN (x < -87.3) flush to 0, x > 88.72 gives +inf, NaN stays NaN.
+template <class F> [[gnu::always_inline]] inline F exp(F x) {
+  RLX_SIMD_F32(F);
+  // Written without nested conditionals or divisions so GCC if-converts and vectorises it.
+  F xc = x < kExpLow ? kExpLow : x;
+  xc = xc > kExpHigh ? kExpHigh : xc;
+  IntOf<F> n;
+  const F e = exp_reduced(xc, n);
+  const IntOf<F> n1 = n >> 1, n2 = n - n1; // 2^n = 2^n1 · 2^n2, both normal
+  F res = e * __builtin_bit_cast(F, (n1 + 127) << 23) * __builtin_bit_cast(F, (n2 + 127) << 23);
+  res = x < kExpLow ? 0.0f : res;
+  res = x > kExpHigh ? __builtin_inff() : res;
   return x != x ? x : res;
 }
 
-/// e^x for x <= 0, -inf or NaN (the softmax's shifted scores): simd::exp's reduction and
-/// polynomial, so the same values to the bit, without the clamp above and with 2^n in one step
-/// (n >= -126 is normal). A positive x gives a wrong value.
+/// e^x for x <= 0, -inf or NaN (the softmax's shifted scores): exp without the upper clamp and
+/// with 2^n in one step (n >= -126 is normal), the same values to the bit. A positive x gives a
+/// wrong value.
 template <class F> [[gnu::always_inline]] inline F exp_nonpositive(F x) {
   RLX_SIMD_F32(F);
-  using I = IntOf<F>;
-  constexpr float kLow = -87.3f;
-  F xc = x < kLow ? kLow : x;
-  constexpr float kMagic = 0x1.8p23f;
-  F t = xc * 1.44269504088896341f + kMagic;
-  I n = __builtin_bit_cast(I, t) - __builtin_bit_cast(std::int32_t, kMagic);
-  F fnr = t - kMagic;
-  F r = xc - fnr * 0.693359375f + fnr * 2.12194440e-4f;
-  F p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  F e = p * r * r + r + 1.0f;
-  F res = e * __builtin_bit_cast(F, (n + 127) << 23);
-  res = x < kLow ? 0.0f : res;
+  const F xc = x < kExpLow ? kExpLow : x;
+  IntOf<F> n;
+  F res = exp_reduced(xc, n) * __builtin_bit_cast(F, (n + 127) << 23);
+  res = x < kExpLow ? 0.0f : res;
   return x != x ? x : res;
 }
 

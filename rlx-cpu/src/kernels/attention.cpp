@@ -323,6 +323,43 @@ RLX_CPU_MULTIVERSION void attention_task_f32(const AttnParams<float>& p, std::in
   attention_task<float, float, 8>(p, task, scratch);
 }
 
+/// The \p jn keys at \p k (rows \p k_s floats apart, \p d features) transposed into \p dst
+/// ([D][Tk], zero past jn): 8 x 8 blocks through registers (unpack, then shuffle pairs, then
+/// swap halves), elements one by one at the edges.
+RLX_CPU_MULTIVERSION void transpose_key_tile(const float* k, std::int64_t k_s, std::int64_t d,
+                                             std::int64_t jn, float* dst) {
+  using V = AttnVec<8>::V;
+  using U = AttnVec<8>::U;
+  const std::int64_t j8 = jn / 8 * 8, d8 = d / 8 * 8;
+  for (std::int64_t j = 0; j < j8; j += 8)
+    for (std::int64_t f = 0; f < d8; f += 8) {
+      V r[8], t[8], u[8];
+      for (int i = 0; i < 8; ++i)
+        r[i] = *reinterpret_cast<const U*>(k + (j + i) * k_s + f);
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+      }
+      for (int i = 0; i < 8; i += 4)
+        for (int h = 0; h < 2; ++h) {
+          u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+          u[i + 2 * h + 1] =
+              __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+      for (int i = 0; i < 4; ++i) {
+        *reinterpret_cast<U*>(dst + (f + i) * kTileK + j) =
+            __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        *reinterpret_cast<U*>(dst + (f + i + 4) * kTileK + j) =
+            __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+      }
+    }
+  for (std::int64_t j = 0; j < jn; ++j)
+    for (std::int64_t f = j < j8 ? d8 : 0; f < d; ++f)
+      dst[f * kTileK + j] = k[j * k_s + f];
+  for (std::int64_t f = 0; jn < kTileK && f < d; ++f)
+    std::fill(dst + f * kTileK + jn, dst + (f + 1) * kTileK, 0.0f);
+}
+
 /// One f32 task's function.
 using AttnTaskF32 = void (*)(const AttnParams<float>&, std::int64_t, float*);
 
@@ -510,47 +547,6 @@ void attention_bias_strides(const std::vector<std::int64_t>& sizes, std::int64_t
     acc *= full[static_cast<std::size_t>(d)];
   }
 }
-
-namespace {
-
-/// The \p jn keys at \p k (rows \p k_s floats apart, \p d features) transposed into \p dst
-/// ([D][Tk], zero past jn): 8 x 8 blocks through registers (unpack, then shuffle pairs, then
-/// swap halves), elements one by one at the edges.
-RLX_CPU_MULTIVERSION void transpose_key_tile(const float* k, std::int64_t k_s, std::int64_t d,
-                                             std::int64_t jn, float* dst) {
-  using V = float __attribute__((vector_size(32)));
-  using U = float __attribute__((vector_size(32), aligned(4)));
-  const std::int64_t j8 = jn / 8 * 8, d8 = d / 8 * 8;
-  for (std::int64_t j = 0; j < j8; j += 8)
-    for (std::int64_t f = 0; f < d8; f += 8) {
-      V r[8], t[8], u[8];
-      for (int i = 0; i < 8; ++i)
-        r[i] = *reinterpret_cast<const U*>(k + (j + i) * k_s + f);
-      for (int i = 0; i < 8; i += 2) {
-        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-      }
-      for (int i = 0; i < 8; i += 4)
-        for (int h = 0; h < 2; ++h) {
-          u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-          u[i + 2 * h + 1] =
-              __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-        }
-      for (int i = 0; i < 4; ++i) {
-        *reinterpret_cast<U*>(dst + (f + i) * kTileK + j) =
-            __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        *reinterpret_cast<U*>(dst + (f + i + 4) * kTileK + j) =
-            __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-      }
-    }
-  for (std::int64_t j = 0; j < jn; ++j)
-    for (std::int64_t f = j < j8 ? d8 : 0; f < d; ++f)
-      dst[f * kTileK + j] = k[j * k_s + f];
-  for (std::int64_t f = 0; jn < kTileK && f < d; ++f)
-    std::fill(dst + f * kTileK + jn, dst + (f + 1) * kTileK, 0.0f);
-}
-
-} // namespace
 
 void run_attention_f32(ExecContext& ctx, const AttnParams<float>& p, std::byte* scratch,
                        std::int64_t slice, int threads, float* kt) {
