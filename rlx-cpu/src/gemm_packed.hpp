@@ -6,6 +6,8 @@
 // x86-64-v4, x86-64-v3 and the baseline; the instruction set is chosen at run time by CPU features.
 #pragma once
 
+#include "rlx/ir/activation.hpp"
+
 #include <cstdint>
 
 namespace rlx::cpu::packed {
@@ -26,10 +28,6 @@ Isa widest_supported(Isa cap);
 /// once, on the first call; a bad value throws rlx::Error from every call).
 Isa best_isa();
 
-/// The activation a tile applies to its result in registers (ir::Activation's functions, from
-/// simd_math.hpp; this header includes no IR header, see gemm_packed_tile.inc).
-enum class Act : std::uint8_t { none, relu, gelu, gelu_tanh, silu, sigmoid, tanh };
-
 /// One block of C = A · B (+ bias, then the activation) computed by gemm_block(): rows [i0, i1) and
 /// columns [j0, j1) (j0 a multiple of the tile width), K in blocks of kc.
 struct BlockArgs {
@@ -48,7 +46,7 @@ struct BlockArgs {
   std::int64_t b_rows = 0;
   const float* bias = nullptr; ///< [N] added to every row, or null
   /// Applied to every finished tile in registers, after the bias.
-  Act act = Act::none;
+  ir::Activation act = ir::Activation::none;
   /// A second product over the same block, A · B2 (+ bias2), computed strip by strip beside the
   /// first (SwiGLU's gate beside its up product), or null. It is accumulated in c2, the block's
   /// own buffer (C2(i, j) at c2[(i - i0) * ldc2 + (j - j0)]), and each finished tile of C becomes

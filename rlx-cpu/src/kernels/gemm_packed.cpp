@@ -199,27 +199,6 @@ PackedScratch packed_scratch(const MatMulSpec& s, const PackedGeometry& g, Isa i
   return p;
 }
 
-/// The tile's activation for \p act.
-packed::Act tile_act(ir::Activation act) {
-  switch (act) {
-  case ir::Activation::none:
-    return packed::Act::none;
-  case ir::Activation::relu:
-    return packed::Act::relu;
-  case ir::Activation::gelu:
-    return packed::Act::gelu;
-  case ir::Activation::gelu_tanh:
-    return packed::Act::gelu_tanh;
-  case ir::Activation::silu:
-    return packed::Act::silu;
-  case ir::Activation::sigmoid:
-    return packed::Act::sigmoid;
-  case ir::Activation::tanh:
-    return packed::Act::tanh;
-  }
-  throw Error("rlx-cpu: the packed GEMM: an unknown activation");
-}
-
 /// Multiply-adds from which a product is split over the threads.
 constexpr std::int64_t kSplitWork = 4 * kTaskWork;
 
@@ -258,7 +237,6 @@ public:
       throw Error("rlx-cpu: the packed GEMM runs f32 only");
     if (s.has_bias && !s.bias)
       throw Error("rlx-cpu: a matmul bias without an address");
-    act_ = tile_act(s.act);
     const int nr = kern_.tile_cols();
     set_note(std::string(packed::isa_name(isa)) + " " + std::to_string(kern_.tile_rows()) + "x" +
              std::to_string(nr));
@@ -332,7 +310,7 @@ public:
             args.j1 = std::min(g_.n, args.j0 + b_.nc);
             args.a_pack = a_pack_ + slot * a_slot;
             args.bias = reinterpret_cast<const float*>(s_.bias);
-            args.act = act_;
+            args.act = s_.act;
             if (b2_pack_) {
               args.b2_pack = b2_pack_;
               args.bias2 = bias2_;
@@ -355,7 +333,6 @@ private:
   float* b_run_ = nullptr;         ///< B packed per run (in scratch)
   const float* b2_pack_ = nullptr; ///< the gate weight's packed copy (SwiGLU's pair), or null
   const float* bias2_ = nullptr;
-  packed::Act act_ = packed::Act::none;
 };
 
 } // namespace

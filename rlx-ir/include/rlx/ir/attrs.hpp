@@ -4,6 +4,7 @@
 // equality are generic over that list, so adding a field is one line here.
 #pragma once
 
+#include "rlx/ir/activation.hpp"
 #include "rlx/ir/shape.hpp"
 #include "rlx/ir/tensor.hpp"
 
@@ -50,8 +51,7 @@ RLX_ENUM_NAMES(RopeStyle, "half", "interleaved")
 /// Pooling kind of Pool2d.
 enum class PoolKind : std::uint8_t { max, avg };
 RLX_ENUM_NAMES(PoolKind, "max", "avg")
-/// Activation applied by the HIR Linear block and BERT FFN.
-enum class Activation : std::uint8_t { none, relu, gelu, gelu_tanh, silu, sigmoid, tanh };
+/// Activation (activation.hpp).
 RLX_ENUM_NAMES(Activation, "none", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
 /// The layer FusedTransformerLayer runs: BERT's post-norm encoder layer or LLaMA's pre-norm
 /// decoder block (ops.def's row says what each computes).
