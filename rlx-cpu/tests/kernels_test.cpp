@@ -120,6 +120,26 @@ INSTANTIATE_TEST_SUITE_P(AllGemms, MatmulEpilogue,
                                                                                    : "loop");
                          });
 
+// A product too large for the machine is refused with AllocationError before oneDNN sees it (on
+// AVX-512 oneDNN's primitive creation raised SIGFPE for these sizes; AVX2 only got an error later).
+TEST(MatmulLimits, OneDnnIsNotAskedForOperandsLargerThanTheMachine) {
+  cpu::MatMulSpec s;
+  s.a_sizes = {std::int64_t{1} << 48, 256};
+  s.b_sizes = {256, 256};
+  s.out_sizes = {std::int64_t{1} << 48, 256};
+  EXPECT_THROW(cpu::matmul_scratch_bytes(s, cpu::GemmImpl::onednn), ir::AllocationError);
+  // Element counts past int64 are a ShapeError, not a wrapped size.
+  s.a_sizes = {std::int64_t{1} << 40, std::int64_t{1} << 40};
+  s.b_sizes = {std::int64_t{1} << 40, 2};
+  s.out_sizes = {std::int64_t{1} << 40, 2};
+  EXPECT_THROW(cpu::matmul_scratch_bytes(s, cpu::GemmImpl::onednn), ir::ShapeError);
+  // A product that fits is still asked for.
+  s.a_sizes = {64, 32};
+  s.b_sizes = {32, 16};
+  s.out_sizes = {64, 16};
+  EXPECT_GE(cpu::matmul_scratch_bytes(s, cpu::GemmImpl::onednn), 0);
+}
+
 TEST(SimdExp, WithinTwoUlpOverTheWholeRange) {
   float worst = 0;
   for (float x = -87.0f; x < 88.5f; x += 0.00731f) {

@@ -12,6 +12,7 @@
 #include "../unary_math.hpp"
 #include "../weight_concat.hpp"
 #include "rlx/ir/error.hpp"
+#include "rlx/ir/size.hpp"
 
 #include <cblas.h>
 
@@ -124,6 +125,13 @@ dnnl::memory::desc operand_md(const std::vector<std::int64_t>& batch, std::int64
 }
 
 OnednnMatmul onednn_matmul(const MatMulSpec& s) {
+  // oneDNN is only asked for products whose operands this machine can hold: on AVX-512 its
+  // primitive creation divides by zero (SIGFPE) for a product of 2^48 rows instead of failing.
+  for (const auto* sizes : {&s.a_sizes, &s.b_sizes, &s.out_sizes})
+    ir::check_allocation(ir::checked_mul(ir::checked_product(*sizes, "a matmul operand's elements"),
+                                         static_cast<std::int64_t>(ir::dtype_size(s.dtype)),
+                                         "a matmul operand's bytes"),
+                         "rlx-cpu: a matmul operand");
   Geometry g = geometry(s);
   OnednnMatmul r;
   std::vector<std::int64_t> ones;
