@@ -312,8 +312,11 @@ std::string key_of(const MatMulSpec& s, int threads) {
   k += std::to_string(s.transpose_a) + std::to_string(s.transpose_b) +
        std::to_string(s.has_bias || s.bias) + std::to_string(static_cast<int>(s.act)) +
        std::to_string(s.pack_b) + ";t" + std::to_string(threads) + ";isa" +
-       std::to_string(static_cast<unsigned>(dnnl_get_effective_cpu_isa())) + ";" +
-       packed::isa_name(packed::best_isa()) + ";v7"; // v7: the margins
+       std::to_string(static_cast<unsigned>(dnnl_get_effective_cpu_isa())) + ";";
+  // The packed GEMM's ISA and tile shape: a record made with another tile is measured again.
+  const packed::Isa isa = packed::best_isa();
+  k += std::string(packed::isa_name(isa)) + "-" + std::to_string(packed::kernels(isa).tile_rows()) +
+       "x" + std::to_string(packed::kernels(isa).tile_cols()) + ";v8"; // v8: the tile's shape
   return k;
 }
 

@@ -209,7 +209,8 @@ TEST(GemmPacked, BaselineAndAvx2CodeBothRunWhereTheCpuHasThem) {
     EXPECT_EQ(cpu::packed::kernels(Isa::avx2).tile_cols(), 16);
   }
   if (cpu::packed::isa_supported(Isa::avx512)) {
-    EXPECT_EQ(cpu::packed::kernels(Isa::avx512).tile_cols(), 32);
+    EXPECT_EQ(cpu::packed::kernels(Isa::avx512).tile_cols(), 64);
+    EXPECT_EQ(cpu::packed::kernels(Isa::avx512).tile_rows(), 6);
   }
 }
 
