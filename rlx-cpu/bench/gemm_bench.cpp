@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   const std::vector<Shape> shapes = {
       {"mlp fwd 1", 64, 784, 512, false, false, "relu"},
       {"mlp fwd 2", 64, 512, 512, false, false, "relu"},
+      {"mlp head", 64, 512, 10, false, true},
       {"bert qkv", 128, 256, 768, false, true},
       {"bert ffn up", 128, 256, 1024, false, true, "gelu"},
       {"bert ffn down", 128, 1024, 256, false, true},
