@@ -164,7 +164,7 @@ Blocking blocking(const PackedGeometry& g, Isa isa, int threads) {
   // one with the shortest makespan, ceil(tasks / threads) rounds of the largest task, then the
   // fewest tasks; columns are split first, rows beyond L2's need only when the columns alone
   // cannot make that many tasks (every row block reads all of B: LLaMA's 1376-column products
-  // split in rows ran 10-15% slower). The tasks' count alone left BERT-base's FFN-down
+  // split in rows ran 5-18% slower in two rounds). The tasks' count alone left BERT-base's FFN-down
   // (N = 768: 12 panels of the 64-column AVX-512 tile) with 3 tasks on 2 threads.
   const std::int64_t slivers = std::max<std::int64_t>(1, (g.m + mr - 1) / mr);
   const std::int64_t panels = std::max<std::int64_t>(1, (g.n + nr - 1) / nr);
