@@ -159,9 +159,8 @@ Blocking blocking(const PackedGeometry& g, Isa isa, int threads) {
   b.kc = std::max<std::int64_t>(1, (g.k + kblocks - 1) / kblocks);
   // Tasks: mb row blocks (whole slivers, at most ~144 rows: the packed A block, mc x kc, stays in
   // L2) times nb column blocks (whole panels, at most 1024 columns) per batch matrix. On several
-  // threads, of the splits into at least two tasks per thread (where there are that many tiles:
-  // one task per thread ran both on one thread whenever the pool's other thread woke late), the
-  // one with the shortest makespan, ceil(tasks / threads) rounds of the largest task, then the
+  // threads, of the splits into at least two tasks per thread (where there are that many tiles,
+  // so a thread that starts late finds work left), the one with the shortest makespan, ceil(tasks / threads) rounds of the largest task, then the
   // fewest tasks; columns are split first, rows beyond L2's need only when the columns alone
   // cannot make that many tasks (every row block reads all of B: LLaMA's 1376-column products
   // split in rows ran 5-18% slower in two rounds). The tasks' count alone left BERT-base's FFN-down
