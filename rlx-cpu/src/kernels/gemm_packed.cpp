@@ -160,11 +160,12 @@ Blocking blocking(const PackedGeometry& g, Isa isa, int threads) {
   // Tasks: mb row blocks (whole slivers, at most ~144 rows: the packed A block, mc x kc, stays in
   // L2) times nb column blocks (whole panels, at most 1024 columns) per batch matrix. On several
   // threads, of the splits into at least two tasks per thread (where there are that many tiles,
-  // so a thread that starts late finds work left), the one with the shortest makespan, ceil(tasks / threads) rounds of the largest task, then the
-  // fewest tasks; columns are split first, rows beyond L2's need only when the columns alone
-  // cannot make that many tasks (every row block reads all of B: LLaMA's 1376-column products
-  // split in rows ran 5-18% slower in two rounds). The tasks' count alone left BERT-base's FFN-down
-  // (N = 768: 12 panels of the 64-column AVX-512 tile) with 3 tasks on 2 threads.
+  // so a thread that starts late finds work left), the one with the shortest makespan (rounds of
+  // the largest task: ceil(tasks / threads)), then the fewest tasks. Columns are split first,
+  // rows beyond L2's need only when the columns alone cannot make that many tasks (every row
+  // block reads all of B: LLaMA's 1376-column products split in rows ran 5-18% slower in two
+  // rounds). The tasks' count alone left BERT-base's FFN-down (N = 768: 12 panels of the
+  // 64-column AVX-512 tile) with 3 tasks on 2 threads.
   const std::int64_t slivers = std::max<std::int64_t>(1, (g.m + mr - 1) / mr);
   const std::int64_t panels = std::max<std::int64_t>(1, (g.n + nr - 1) / nr);
   const std::int64_t mb_min = std::max<std::int64_t>(1, (g.m + 143) / 144);
